@@ -1,0 +1,35 @@
+#include "cli/explain.hpp"
+
+#include <fmt/format.h>
+
+#include "ns/launch.hpp"
+#include "policy/env.hpp"
+
+namespace nsrun {
+
+Result<std::string> explain(const Policy& policy) {
+  std::string out = fmt::format("mode: {}\n", name(policy.mode));
+  if (policy.mode == Mode::full_access) {
+    out += "confinement: none (full-access runs the command directly)\n";
+    return out;
+  }
+  Policy p = policy;
+  if (p.argv.empty()) p.argv = {"(no command)"};
+  auto prepared = prepare(p);
+  if (!prepared) return fail(prepared.error());
+  out += fmt::format("workspace: {}\n", policy.workspace);
+  for (const auto& w : policy.writable) out += fmt::format("writable: {}\n", w);
+  if (!policy.host_backend.empty()) out += fmt::format("host backend: {}\n", policy.host_backend);
+  out += describe(prepared->plan);
+  out += "capabilities: all dropped; no_new_privs\n";
+  std::string names;
+  for (const auto& e : prepared->env) names += fmt::format(" {}", e.substr(0, e.find('=')));
+  out += fmt::format("environment:{}\n", names.empty() ? " (empty)" : names);
+  if (!policy.argv.empty()) {
+    out += fmt::format("command: {}\n", fmt::join(policy.argv, " "));
+    out += fmt::format("exec candidates: {}\n", fmt::join(prepared->exec_paths, " "));
+  }
+  return out;
+}
+
+}  // namespace nsrun

@@ -1,0 +1,219 @@
+#include "cli/native.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <climits>
+#include <cstdlib>
+#include <functional>
+
+#include <fmt/format.h>
+
+#include "policy/policy_json.hpp"
+#include "probe/backend.hpp"
+
+namespace nsrun {
+
+namespace {
+
+using Args = std::span<const std::string>;
+using Handler = std::function<Result<void>(Policy&, Args)>;
+
+struct Option {
+  std::string_view name;
+  int arity;  // number of values that follow
+  std::string_view values;  // for --help
+  std::string_view help;
+  Handler apply;
+};
+
+template <class E>
+Handler set_enum(E Policy::*member, std::optional<E> (*parse)(std::string_view), std::string_view option,
+                 std::string_view choices) {
+  return [=](Policy& p, Args a) -> Result<void> {
+    auto v = parse(a[0]);
+    if (!v) return fail(usage_error(option, fmt::format("unknown value '{}' (expected {})", a[0], choices)));
+    p.*member = *v;
+    return {};
+  };
+}
+
+Handler add_mount(MountOp::Kind kind) {
+  return [kind](Policy& p, Args a) -> Result<void> {
+    MountOp m;
+    m.kind = kind;
+    m.dest = a[0];
+    if (kind == MountOp::Kind::ro_bind) m.source = a[0];
+    p.mounts.push_back(std::move(m));
+    return {};
+  };
+}
+
+Handler add_env(EnvOp::Kind kind) {
+  return [kind](Policy& p, Args a) -> Result<void> {
+    EnvOp e{kind, a[0], kind == EnvOp::Kind::set ? a[1] : std::string()};
+    p.env.push_back(std::move(e));
+    return {};
+  };
+}
+
+Result<int> parse_fd(std::string_view option, const std::string& text) {
+  int fd = -1;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), fd);
+  if (ec != std::errc() || end != text.data() + text.size() || fd < 0)
+    return fail(usage_error(option, fmt::format("'{}' is not a file descriptor number", text)));
+  return fd;
+}
+
+const std::vector<Option>& options() {
+  static const std::vector<Option> table = {
+      {"--mode", 1, "MODE", "read-only, workspace-write (default) or full-access",
+       set_enum(&Policy::mode, parse_mode, "--mode", "read-only, workspace-write or full-access")},
+      {"--workspace", 1, "DIR", "the workspace (default: the current directory)",
+       [](Policy& p, Args a) -> Result<void> {
+         p.workspace = a[0];
+         return {};
+       }},
+      {"--writable", 1, "DIR", "another writable root (repeatable)",
+       [](Policy& p, Args a) -> Result<void> {
+         p.writable.push_back(a[0]);
+         return {};
+       }},
+      {"--ro", 1, "DIR", "keep DIR read-only, even inside a writable root", add_mount(MountOp::Kind::ro_bind)},
+      {"--hide", 1, "DIR", "cover DIR with an empty read-only directory", add_mount(MountOp::Kind::hide)},
+      {"--tmpfs", 1, "DIR", "an empty private tmpfs on DIR", add_mount(MountOp::Kind::tmpfs)},
+      {"--chdir", 1, "DIR", "working directory inside (default: the current one, else /)",
+       [](Policy& p, Args a) -> Result<void> {
+         p.chdir = a[0];
+         return {};
+       }},
+      {"--setenv", 2, "NAME VALUE", "set a variable", add_env(EnvOp::Kind::set)},
+      {"--unsetenv", 1, "NAME", "remove a variable", add_env(EnvOp::Kind::unset)},
+      {"--clearenv", 0, "", "start from an empty environment",
+       [](Policy& p, Args) -> Result<void> {
+         p.clearenv = true;
+         return {};
+       }},
+      {"--proc", 1, "MODE", "auto (default), fresh, host-bind or none",
+       set_enum(&Policy::proc, parse_proc_mode, "--proc", "auto, fresh, host-bind or none")},
+      {"--as-pid-1", 0, "", "the command is PID 1 (no reaper)",
+       [](Policy& p, Args) -> Result<void> {
+         p.as_pid_1 = true;
+         return {};
+       }},
+      {"--policy", 1, "FILE", "read a Policy from JSON; later options override it",
+       [](Policy& p, Args a) -> Result<void> {
+         auto loaded = load_policy_file(a[0], p);
+         if (!loaded) return fail(loaded.error());
+         p = std::move(*loaded);
+         return {};
+       }},
+      {"--pass-fd", 1, "FD", "keep FD open for the command (repeatable)",
+       [](Policy& p, Args a) -> Result<void> {
+         auto fd = parse_fd("--pass-fd", a[0]);
+         if (!fd) return fail(fd.error());
+         p.pass_fds.push_back(*fd);
+         return {};
+       }},
+  };
+  return table;
+}
+
+const Option* find_option(std::string_view name) {
+  const auto& table = options();
+  auto it = std::find_if(table.begin(), table.end(), [&](const Option& o) { return o.name == name; });
+  return it == table.end() ? nullptr : &*it;
+}
+
+}  // namespace
+
+CallerContext read_caller_context() {
+  CallerContext ctx;
+  char buf[PATH_MAX];
+  if (::getcwd(buf, sizeof buf) != nullptr) ctx.cwd = buf;
+  if (const char* b = std::getenv("NSRUN_HOST_BACKEND")) ctx.host_backend_env = b;
+  ctx.lakebox_marker = ::access(lakebox_marker, F_OK) == 0;
+  return ctx;
+}
+
+Result<Invocation> parse_native(std::span<const std::string> args, const CallerContext& ctx) {
+  Invocation inv;
+  std::size_t i = 0;
+  if (!args.empty()) {
+    if (args[0] == "policy") inv.action = Invocation::Action::policy, i = 1;
+    else if (args[0] == "explain") inv.action = Invocation::Action::explain, i = 1;
+  }
+
+  Policy& p = inv.policy;
+  std::optional<std::string> host_backend_option;
+  for (; i < args.size(); ++i) {
+    std::string arg = args[i];
+    if (arg == "--") {
+      ++i;
+      break;
+    }
+    if (arg == "--help" || arg == "-h") {
+      inv.action = Invocation::Action::help;
+      return inv;
+    }
+    if (arg == "--version") {
+      inv.action = Invocation::Action::version;
+      return inv;
+    }
+    if (!arg.starts_with("-")) break;
+
+    // --name=value is the same as --name value for one-value options.
+    std::vector<std::string> values;
+    if (auto eq = arg.find('='); eq != std::string::npos && arg.starts_with("--")) {
+      values.push_back(arg.substr(eq + 1));
+      arg.resize(eq);
+    }
+    if (arg == "--host-backend") {
+      if (values.empty() && i + 1 >= args.size()) return fail(usage_error(arg, "needs a value: NAME"));
+      host_backend_option = values.empty() ? args[++i] : values[0];
+      continue;
+    }
+    const Option* opt = find_option(arg);
+    if (opt == nullptr) return fail(usage_error(arg, "unknown option (see nsrun --help)"));
+    if (!values.empty() && opt->arity != 1) return fail(usage_error(arg, "does not take '=' (give values as separate arguments)"));
+    while (static_cast<int>(values.size()) < opt->arity) {
+      if (i + 1 >= args.size()) return fail(usage_error(arg, fmt::format("needs a value: {}", opt->values)));
+      values.push_back(args[++i]);
+    }
+    if (auto r = opt->apply(p, values); !r) return fail(r.error());
+  }
+  p.argv.assign(args.begin() + static_cast<std::ptrdiff_t>(std::min(i, args.size())), args.end());
+
+  // The front end resolves what depends on where nsrun was started, so the
+  // Policy below it is complete: the workspace, the host backend.
+  if (p.workspace.empty()) p.workspace = ctx.cwd;
+  if (host_backend_option || ctx.host_backend_env || p.host_backend.empty())
+    p.host_backend = detect_backend(host_backend_option ? host_backend_option : ctx.host_backend_env,
+                                    ctx.lakebox_marker);
+  return inv;
+}
+
+std::string native_usage() {
+  std::string out =
+      "usage: nsrun [OPTIONS] [--] COMMAND [ARG]...\n"
+      "       nsrun policy [OPTIONS]              print the resolved Policy as JSON\n"
+      "       nsrun explain [OPTIONS] [-- COMMAND] print the plan; run nothing\n"
+      "\n"
+      "Runs COMMAND in a sandbox: it may read the host's files and write only its\n"
+      "workspace (the current directory), the --writable roots and a private /tmp.\n"
+      "\n"
+      "options:\n";
+  for (const auto& o : options()) {
+    std::string left = fmt::format("{} {}", o.name, o.values);
+    out += fmt::format("  {:<28} {}\n", left, o.help);
+  }
+  out += fmt::format("  {:<28} {}\n", "--host-backend NAME", "the host backend (overrides NSRUN_HOST_BACKEND)");
+  out += fmt::format("  {:<28} {}\n", "--help, --version", "");
+  out +=
+      "\nexit status: the command's; 128+N when it died of signal N; 125 when nsrun\n"
+      "itself failed or its input was bad; 126 command not executable; 127 not found.\n";
+  return out;
+}
+
+}  // namespace nsrun

@@ -1,0 +1,33 @@
+// The native front end: nsrun's own command line -> Policy.
+#pragma once
+
+#include <span>
+#include <string>
+
+#include "policy/policy.hpp"
+#include "sys/error.hpp"
+
+namespace nsrun {
+
+struct Invocation {
+  enum class Action { run, policy, explain, help, version };
+  Action action = Action::run;
+  Policy policy;
+};
+
+// What the front end reads from the caller's world, passed in so parsing
+// stays testable: the current directory and NSRUN_HOST_BACKEND.
+struct CallerContext {
+  std::string cwd;
+  std::optional<std::string> host_backend_env;
+  bool lakebox_marker = false;
+};
+
+CallerContext read_caller_context();
+
+// `args` excludes the program name.
+Result<Invocation> parse_native(std::span<const std::string> args, const CallerContext& ctx);
+
+std::string native_usage();
+
+}  // namespace nsrun

@@ -1,0 +1,341 @@
+#include "mount/executor.hpp"
+
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "sys/fd.hpp"
+#include "sys/syscalls.hpp"
+
+namespace nsrun {
+
+namespace {
+
+using Op = MountStep::Op;
+
+// Paths in the plan are absolute inside the new root; openat2 wants them
+// relative to the root's fd.
+std::string relative(std::string_view path) {
+  while (!path.empty() && path.front() == '/') path.remove_prefix(1);
+  return path.empty() ? std::string(".") : std::string(path);
+}
+
+// Symlinks met while resolving an existing destination are resolved inside
+// the new root (RESOLVE_IN_ROOT), never on the host; /proc magic links are
+// refused outright.
+Result<Fd> open_in_root(int root, std::string_view path, int flags = O_PATH) {
+  int fd = sys::openat2(root, relative(path).c_str(), flags | O_CLOEXEC, 0,
+                        RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+  if (fd < 0) return fail(sys_error("open", path));
+  return Fd(fd);
+}
+
+// Creates the missing part of `path` without following any symlink (the
+// CVE-2019-12439 lesson: creation must not be steerable by a planted link).
+// Intermediate directories get mode 0755; the last component is a directory
+// or, with `file`, an empty file.
+Result<Fd> create_in_root(int root, std::string_view path, bool file, uint32_t mode = 0755) {
+  Fd dir(::fcntl(root, F_DUPFD_CLOEXEC, 3));
+  if (!dir) return fail(sys_error("dup", path));
+  std::string_view rest = path;
+  std::string done;
+  while (true) {
+    while (!rest.empty() && rest.front() == '/') rest.remove_prefix(1);
+    if (rest.empty()) return dir;
+    const std::size_t slash = rest.find('/');
+    const std::string name(rest.substr(0, slash));
+    rest = slash == std::string_view::npos ? std::string_view() : rest.substr(slash);
+    bool last = rest.find_first_not_of('/') == std::string_view::npos;
+    done += '/';
+    done += name;
+    if (name == "..") return fail(Error{"create", EINVAL, done, "'..' in a path to create"});
+
+    const uint64_t strict = RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH;
+    int fd = sys::openat2(dir.get(), name.c_str(), O_PATH | O_CLOEXEC | (last && file ? 0 : O_DIRECTORY), 0, strict);
+    if (fd < 0 && errno == ENOENT) {
+      if (last && file) {
+        int f = ::openat(dir.get(), name.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, mode);
+        if (f < 0 && errno != EEXIST) return fail(sys_error("create", done));
+        if (f >= 0) ::close(f);
+      } else if (::mkdirat(dir.get(), name.c_str(), last ? mode : 0755) != 0 && errno != EEXIST) {
+        return fail(sys_error("mkdir", done));
+      }
+      fd = sys::openat2(dir.get(), name.c_str(), O_PATH | O_CLOEXEC | (last && file ? 0 : O_DIRECTORY), 0, strict);
+    }
+    if (fd < 0) {
+      if (errno == ELOOP || errno == EXDEV) return fail(Error{"create", errno, done, "refusing to follow a symlink"});
+      return fail(sys_error("open", done));
+    }
+    dir.reset(fd);
+  }
+}
+
+// The destination of a mount: resolved in the root when it exists, created
+// (without following symlinks) when it does not.
+Result<Fd> mount_point(int root, std::string_view path, bool file) {
+  auto existing = open_in_root(root, path);
+  if (existing || existing.error().err != ENOENT) return existing;
+  return create_in_root(root, path, file);
+}
+
+Result<void> attach(int mnt, int dest, std::string_view what, std::string_view path) {
+  if (::move_mount(mnt, "", dest, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0)
+    return fail(sys_error(fmt::format("mount {} on", what), path));
+  return {};
+}
+
+Result<void> set_attrs(int mnt, uint64_t attrs, std::string_view path) {
+  if (attrs == 0) return {};
+  struct mount_attr a{};
+  a.attr_set = attrs;
+  // Only setting flags, never clearing them, keeps the ones the kernel locked
+  // when the mount came from a more privileged namespace (nosuid, nodev,
+  // noexec, atime): clearing those is what makes remounts fail with EPERM.
+  if (::mount_setattr(mnt, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof a) != 0)
+    return fail(sys_error("mount_setattr", path));
+  return {};
+}
+
+// A new superblock through the fd-based mount API: fsopen, options, create,
+// fsmount. Returns the detached mount.
+Result<Fd> new_filesystem(const char* type, std::string_view options, uint64_t attrs, std::string_view path) {
+  const std::string step = fmt::format("mount {} on", type);
+  Fd fs(::fsopen(type, FSOPEN_CLOEXEC));
+  if (!fs) return fail(sys_error(step, path));
+  // Named after the type, as mount(8) would, rather than "none".
+  ::fsconfig(fs.get(), FSCONFIG_SET_STRING, "source", type, 0);
+  std::string_view rest = options;
+  while (!rest.empty()) {
+    const std::size_t comma = rest.find(',');
+    const std::string opt(rest.substr(0, comma));
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    const std::size_t eq = opt.find('=');
+    int rc = eq == std::string::npos
+                 ? ::fsconfig(fs.get(), FSCONFIG_SET_FLAG, opt.c_str(), nullptr, 0)
+                 : ::fsconfig(fs.get(), FSCONFIG_SET_STRING, opt.substr(0, eq).c_str(), opt.c_str() + eq + 1, 0);
+    if (rc != 0) return fail(Error{step, errno, std::string(path), fmt::format("option {}", opt)});
+  }
+  if (::fsconfig(fs.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) != 0) return fail(sys_error(step, path));
+  Fd mnt(::fsmount(fs.get(), FSMOUNT_CLOEXEC, static_cast<unsigned>(attrs)));
+  if (!mnt) return fail(sys_error(step, path));
+  return mnt;
+}
+
+std::string tmpfs_options(uint32_t mode, uint64_t size) {
+  std::string opts = fmt::format("mode={:o}", mode);
+  if (size != 0) opts += fmt::format(",size={}", size);
+  return opts;
+}
+
+class RootBuilder {
+ public:
+  RootBuilder(Fd staging, Fd host, Fd root)
+      : staging_(std::move(staging)), host_(std::move(host)), root_(std::move(root)) {}
+
+  Result<void> run(const MountStep& s) {
+    switch (s.op) {
+      case Op::bind: return bind(s);
+      case Op::tmpfs: return fresh(s, "tmpfs", tmpfs_options(s.mode, s.size));
+      case Op::proc: return fresh(s, "proc", s.options);
+      case Op::devpts: return fresh(s, "devpts", s.options);
+      case Op::mqueue: return fresh(s, "mqueue", s.options);
+      case Op::set_attr: {
+        auto dest = open_in_root(root_.get(), s.dest);
+        if (!dest) return fail(dest.error());
+        return set_attrs(dest->get(), s.attrs, s.dest);
+      }
+      case Op::mkdir: {
+        auto dir = create_in_root(root_.get(), s.dest, false, s.mode);
+        if (!dir) return fail(dir.error());
+        return chmod_path(s.dest, s.mode);
+      }
+      case Op::mkfile: {
+        auto f = create_in_root(root_.get(), s.dest, true, s.mode);
+        if (!f) return fail(f.error());
+        return {};
+      }
+      case Op::symlink: return symlink(s);
+      case Op::write_file: return write_file(s);
+      case Op::chmod: return chmod_path(s.dest, s.mode);
+    }
+    return {};
+  }
+
+  Result<void> pivot() {
+    // pivot_root(".", ".") stacks the old root on top of the new one; the
+    // detach then drops it, so no directory for it is needed.
+    if (::fchdir(root_.get()) != 0) return fail(sys_error("chdir", "new root"));
+    if (sys::pivot_root(".", ".") != 0) return fail(sys_error("pivot_root", "new root"));
+    if (::umount2(".", MNT_DETACH) != 0) return fail(sys_error("detach", "old root"));
+    if (::chdir("/") != 0) return fail(sys_error("chdir", "/"));
+    return {};
+  }
+
+ private:
+  // O_PATH fds cannot be fchmod()ed: reopen for reading (non-blocking, in
+  // case the path names a FIFO).
+  Result<void> chmod_path(std::string_view path, uint32_t mode) {
+    auto f = open_in_root(root_.get(), path, O_RDONLY | O_NONBLOCK | O_NOCTTY);
+    if (!f) return fail(f.error());
+    if (::fchmod(f->get(), mode) != 0) return fail(sys_error("chmod", path));
+    return {};
+  }
+
+  // Mounting over "/" of the root hides the fd we hold; reopen through the
+  // staging directory to land on the top mount.
+  Result<void> after_mount(std::string_view dest) {
+    if (relative(dest) != ".") return {};
+    int fd = ::openat(staging_.get(), "newroot", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return fail(sys_error("open", "new root"));
+    root_.reset(fd);
+    return {};
+  }
+
+  Result<void> bind(const MountStep& s) {
+    // Host sources resolve inside the host's root: an absolute symlink on the
+    // host means what it means there.
+    Fd src = open_in_root(s.source_in_root ? root_.get() : host_.get(), s.source).value_or(Fd());
+    if (!src) {
+      if (s.optional && errno == ENOENT) return {};
+      return fail(sys_error("bind", s.source));
+    }
+    struct stat st{};
+    if (::fstat(src.get(), &st) != 0) return fail(sys_error("stat", s.source));
+    const bool file = !S_ISDIR(st.st_mode);
+    Fd tree(::open_tree(src.get(), "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE));
+    if (!tree) return fail(sys_error("bind", s.source));
+    if (auto r = set_attrs(tree.get(), s.attrs, s.dest); !r) return r;
+    auto dest = mount_point(root_.get(), s.dest, file || s.dest_is_file);
+    if (!dest) return fail(dest.error());
+    if (auto r = attach(tree.get(), dest->get(), s.source, s.dest); !r) return r;
+    return after_mount(s.dest);
+  }
+
+  Result<void> fresh(const MountStep& s, const char* type, const std::string& options) {
+    auto mnt = new_filesystem(type, options, s.attrs, s.dest);
+    if (!mnt) return fail(mnt.error());
+    auto dest = mount_point(root_.get(), s.dest, false);
+    if (!dest) return fail(dest.error());
+    if (auto r = attach(mnt->get(), dest->get(), type, s.dest); !r) return r;
+    return after_mount(s.dest);
+  }
+
+  Result<void> symlink(const MountStep& s) {
+    const std::size_t slash = s.dest.find_last_of('/');
+    const std::string parent = s.dest.substr(0, slash + 1);
+    const std::string name = s.dest.substr(slash + 1);
+    auto dir = create_in_root(root_.get(), parent, false);
+    if (!dir) return fail(dir.error());
+    if (::symlinkat(s.source.c_str(), dir->get(), name.c_str()) == 0) return {};
+    const int err = errno;
+    // Idempotent, as bwrap 0.11: an existing link to the same target is fine.
+    char target[4096];
+    ssize_t n = ::readlinkat(dir->get(), name.c_str(), target, sizeof target);
+    if (err == EEXIST && n >= 0 && std::string_view(target, n) == s.source) return {};
+    return fail(sys_error("symlink", s.dest, err));
+  }
+
+  Result<void> write_file(const MountStep& s) {
+    const bool via_staging = !s.source.empty();
+    Fd file;
+    std::string data_name;
+    if (via_staging) {
+      data_name = fmt::format("data{}", data_files_++);
+      file.reset(::openat(staging_.get(), data_name.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, s.mode));
+    } else {
+      auto dir = create_in_root(root_.get(), s.dest.substr(0, s.dest.find_last_of('/') + 1), false);
+      if (!dir) return fail(dir.error());
+      const std::string name = s.dest.substr(s.dest.find_last_of('/') + 1);
+      file.reset(::openat(dir->get(), name.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, s.mode));
+    }
+    if (!file) return fail(sys_error("create", s.dest));
+    std::string_view rest = s.data;
+    while (!rest.empty()) {
+      ssize_t n = ::write(file.get(), rest.data(), rest.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return fail(sys_error("write", s.dest));
+      rest.remove_prefix(static_cast<std::size_t>(n));
+    }
+    if (!via_staging) return {};
+    if (::fchmod(file.get(), s.mode) != 0) return fail(sys_error("chmod", s.dest));
+    MountStep b;
+    b.op = Op::bind;
+    b.dest = s.dest;
+    b.attrs = s.attrs;
+    b.dest_is_file = true;
+    Fd src(::openat(staging_.get(), data_name.c_str(), O_PATH | O_CLOEXEC));
+    if (!src) return fail(sys_error("open", s.dest));
+    Fd tree(::open_tree(src.get(), "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH));
+    if (!tree) return fail(sys_error("bind", s.dest));
+    if (auto r = set_attrs(tree.get(), b.attrs, b.dest); !r) return r;
+    auto dest = mount_point(root_.get(), s.dest, true);
+    if (!dest) return fail(dest.error());
+    return attach(tree.get(), dest->get(), "data", s.dest);
+  }
+
+  Fd staging_;
+  Fd host_;  // the host's root, at /oldroot of the staging area
+  Fd root_;
+  unsigned data_files_ = 0;
+};
+
+// The staging area: a tmpfs over an existing host directory, visible only
+// in this private mount namespace, so no host path is predictable or
+// written (CVE-2019-12439). Pivoting into it moves the host's root to
+// /oldroot, where every host path is found again as it was, including the
+// directory the staging tmpfs covered. It holds the new root and the data
+// files.
+Result<Fd> enter_staging() {
+  for (const char* dir : {"/tmp", "/run", "/mnt", "/var/tmp", "/dev"}) {
+    struct stat st{};
+    if (::lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+    auto mnt = new_filesystem("tmpfs", "mode=700", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, dir);
+    if (!mnt) return fail(mnt.error());
+    if (::mkdirat(mnt->get(), "oldroot", 0700) != 0) return fail(sys_error("mkdir", "staging/oldroot"));
+    if (::mkdirat(mnt->get(), "newroot", 0755) != 0) return fail(sys_error("mkdir", "staging/newroot"));
+    Fd at(::open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!at) return fail(sys_error("open", dir));
+    if (auto r = attach(mnt->get(), at.get(), "tmpfs", dir); !r) return fail(r.error());
+    if (::fchdir(mnt->get()) != 0) return fail(sys_error("chdir", "staging"));
+    if (sys::pivot_root(".", "oldroot") != 0) return fail(sys_error("pivot_root", "staging"));
+    if (::chdir("/") != 0) return fail(sys_error("chdir", "staging"));
+    Fd staging(::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!staging) return fail(sys_error("open", "staging"));
+    return staging;
+  }
+  return fail(Error{"staging", ENOENT, {}, "no directory to stage the new root in"});
+}
+
+}  // namespace
+
+Result<void> build_root(const std::vector<MountStep>& steps) {
+  // pivot_root refuses a shared parent mount, and without this every mount
+  // below would propagate back to the host.
+  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
+    return fail(sys_error("make private", "/"));
+
+  auto staging = enter_staging();
+  if (!staging) return fail(staging.error());
+  Fd host(::open("/oldroot", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!host) return fail(sys_error("open", "old root"));
+  auto root_mnt = new_filesystem("tmpfs", "mode=755", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, "new root");
+  if (!root_mnt) return fail(root_mnt.error());
+  Fd at(::open("/newroot", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!at) return fail(sys_error("open", "new root"));
+  if (auto r = attach(root_mnt->get(), at.get(), "tmpfs", "new root"); !r) return r;
+  Fd root(::open("/newroot", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!root) return fail(sys_error("open", "new root"));
+
+  RootBuilder builder(std::move(*staging), std::move(host), std::move(root));
+  for (const MountStep& s : steps)
+    if (auto r = builder.run(s); !r) return r;
+  return builder.pivot();
+}
+
+}  // namespace nsrun

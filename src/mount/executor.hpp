@@ -1,0 +1,16 @@
+// The child-side half of the mount plan: runs inside the new user and mount
+// namespaces and turns each MountStep into system calls, then pivots.
+#pragma once
+
+#include <vector>
+
+#include "mount/plan.hpp"
+#include "sys/error.hpp"
+
+namespace nsrun {
+
+// Makes / private, assembles a tmpfs root from `steps`, pivots into it and
+// detaches the old root. On return the process's / is the new root.
+Result<void> build_root(const std::vector<MountStep>& steps);
+
+}  // namespace nsrun

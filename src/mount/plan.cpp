@@ -1,0 +1,236 @@
+#include "mount/plan.hpp"
+
+#include <sched.h>
+
+#include <fmt/format.h>
+
+#include "policy/presets.hpp"
+#include "probe/backend.hpp"
+#include "sys/flags.hpp"
+
+namespace nsrun {
+
+namespace {
+
+using Op = MountStep::Op;
+using K = MountOp::Kind;
+
+std::string join(std::string_view dir, std::string_view name) {
+  if (dir == "/") return fmt::format("/{}", name);
+  return fmt::format("{}/{}", dir, name);
+}
+
+MountStep step(Op op, std::string dest) {
+  MountStep s;
+  s.op = op;
+  s.dest = std::move(dest);
+  return s;
+}
+
+MountStep bind(std::string source, std::string dest, uint64_t attrs) {
+  MountStep s = step(Op::bind, std::move(dest));
+  s.source = std::move(source);
+  s.attrs = attrs;
+  return s;
+}
+
+MountStep symlink(std::string target, std::string dest) {
+  MountStep s = step(Op::symlink, std::move(dest));
+  s.source = std::move(target);
+  return s;
+}
+
+MountStep tmpfs(std::string dest, uint32_t mode, uint64_t attrs, uint64_t size = 0) {
+  MountStep s = step(Op::tmpfs, std::move(dest));
+  s.mode = mode;
+  s.attrs = attrs;
+  s.size = size;
+  return s;
+}
+
+// The parts of procfs that reach the whole machine stay read-only even in a
+// fresh procfs: sysctls, the magic SysRq trigger, IRQ affinity, bus tables.
+void proc_read_only_parts(std::vector<MountStep>& out, const std::string& dest) {
+  for (const char* part : {"sys", "sysrq-trigger", "irq", "bus"}) {
+    MountStep s = bind(join(dest, part), join(dest, part), attr::rdonly | attr::nosuid | attr::nodev | attr::noexec);
+    s.source_in_root = true;
+    s.optional = true;
+    out.push_back(std::move(s));
+  }
+}
+
+void expand_proc(std::vector<MountStep>& out, const std::string& dest, ProcMode proc) {
+  const uint64_t attrs = attr::nosuid | attr::nodev | attr::noexec;
+  if (proc == ProcMode::none) return;
+  if (proc == ProcMode::host_bind) {
+    out.push_back(bind("/proc", dest, attrs));
+  } else {
+    out.push_back(step(Op::proc, dest));
+    out.back().attrs = attrs;
+  }
+  proc_read_only_parts(out, dest);
+}
+
+// A minimal /dev: a few harmless character devices bound from the host, a
+// private devpts instance and a private /dev/shm.
+void expand_dev(std::vector<MountStep>& out, const std::string& dest) {
+  out.push_back(tmpfs(dest, 0755, attr::nosuid | attr::noexec));
+  for (const char* node : {"null", "zero", "full", "random", "urandom", "tty"}) {
+    MountStep s = bind(join("/dev", node), join(dest, node), attr::nosuid | attr::noexec);
+    s.dest_is_file = true;
+    out.push_back(std::move(s));
+  }
+  out.push_back(symlink("/proc/self/fd", join(dest, "fd")));
+  out.push_back(symlink("/proc/self/fd/0", join(dest, "stdin")));
+  out.push_back(symlink("/proc/self/fd/1", join(dest, "stdout")));
+  out.push_back(symlink("/proc/self/fd/2", join(dest, "stderr")));
+  out.push_back(symlink("/proc/kcore", join(dest, "core")));
+  MountStep pts = step(Op::devpts, join(dest, "pts"));
+  pts.options = "newinstance,ptmxmode=0666,mode=620";
+  pts.attrs = attr::nosuid | attr::noexec;
+  out.push_back(std::move(pts));
+  out.push_back(symlink("pts/ptmx", join(dest, "ptmx")));
+  out.push_back(tmpfs(join(dest, "shm"), 01777, attr::nosuid | attr::nodev));
+}
+
+void expand(std::vector<MountStep>& out, const MountOp& m, ProcMode proc, const std::string& tmp_dest) {
+  const uint32_t mode = m.perms.value_or(0755);
+  switch (m.kind) {
+    case K::bind:
+    case K::ro_bind:
+    case K::dev_bind: {
+      uint64_t attrs = m.kind == K::dev_bind ? 0 : attr::nosuid | attr::nodev;
+      if (m.kind == K::ro_bind) attrs |= attr::rdonly;
+      MountStep s = bind(m.source, m.dest, attrs);
+      s.optional = m.optional;
+      out.push_back(std::move(s));
+      break;
+    }
+    case K::tmpfs:
+      // A private /tmp is world-writable and sticky, like the host's.
+      out.push_back(tmpfs(m.dest, m.perms.value_or(m.dest == tmp_dest ? 01777 : 0755),
+                          attr::nosuid | attr::nodev, m.size.value_or(0)));
+      break;
+    case K::hide:
+      out.push_back(tmpfs(m.dest, 0755, attr::rdonly | attr::nosuid | attr::nodev | attr::noexec, 4096));
+      break;
+    case K::proc:
+      expand_proc(out, m.dest, proc);
+      break;
+    case K::dev:
+      expand_dev(out, m.dest);
+      break;
+    case K::mqueue:
+      out.push_back(step(Op::mqueue, m.dest));
+      out.back().attrs = attr::nosuid | attr::nodev | attr::noexec;
+      break;
+    case K::dir:
+      out.push_back(step(Op::mkdir, m.dest));
+      out.back().mode = mode;
+      break;
+    case K::symlink:
+      out.push_back(symlink(m.source, m.dest));
+      break;
+    case K::file:
+    case K::bind_data:
+    case K::ro_bind_data: {
+      MountStep s = step(Op::write_file, m.dest);
+      s.data = m.data;
+      s.mode = m.perms.value_or(m.kind == K::file ? 0666 : 0600);
+      // The data kinds write into the staging area and bind from there, so
+      // the file can land on a read-only path.
+      if (m.kind != K::file) {
+        s.source = "data";
+        s.attrs = attr::nosuid | attr::nodev | (m.kind == K::ro_bind_data ? attr::rdonly : 0);
+      }
+      out.push_back(std::move(s));
+      break;
+    }
+    case K::remount_ro:
+      out.push_back(step(Op::set_attr, m.dest));
+      out.back().attrs = attr::rdonly;
+      break;
+    case K::chmod:
+      out.push_back(step(Op::chmod, m.dest));
+      out.back().mode = m.perms.value_or(0755);
+      break;
+  }
+}
+
+}  // namespace
+
+Result<LaunchPlan> make_plan(const Policy& p, const HostFacts& host) {
+  LaunchPlan plan;
+  uint64_t flags = CLONE_NEWNS;
+  if (p.ns.user) flags |= CLONE_NEWUSER;
+  if (p.ns.pid) flags |= CLONE_NEWPID;
+  if (p.ns.net || p.network == Network::none) flags |= CLONE_NEWNET;
+  if (p.ns.ipc) flags |= CLONE_NEWIPC;
+  if (p.ns.uts) flags |= CLONE_NEWUTS;
+  if (p.ns.cgroup) flags |= CLONE_NEWCGROUP;
+  plan.clone_flags = flags;
+
+  plan.id_maps = p.ns.user;
+  plan.uid_map = {p.uid.value_or(host.uid), host.uid};
+  plan.gid_map = {p.gid.value_or(host.gid), host.gid};
+  if (p.ns.uts) plan.hostname = p.hostname;
+
+  plan.proc = resolve_proc_mode(p.proc, p.host_backend);
+  for (const MountOp& m : effective_mounts(p)) expand(plan.mounts, m, plan.proc, "/tmp");
+
+  plan.reaper = p.ns.pid && !p.as_pid_1;
+  plan.chdir_required = !p.chdir.empty();
+  plan.chdir = plan.chdir_required ? p.chdir : host.cwd;
+  return plan;
+}
+
+std::string describe(const MountStep& s) {
+  auto with_attrs = [&](std::string text) {
+    if (s.attrs != 0) text += fmt::format(" [{}]", mount_attr_names(s.attrs));
+    return text;
+  };
+  switch (s.op) {
+    case Op::bind:
+      return with_attrs(fmt::format("bind {}{} -> {}{}", s.source_in_root ? "(new root) " : "", s.source, s.dest,
+                                    s.optional ? " (if present)" : ""));
+    case Op::tmpfs:
+      return with_attrs(fmt::format("tmpfs {} mode={:04o}{}", s.dest, s.mode,
+                                    s.size ? fmt::format(" size={}", s.size) : std::string()));
+    case Op::proc: return with_attrs(fmt::format("proc {} (fresh, this PID namespace)", s.dest));
+    case Op::devpts: return with_attrs(fmt::format("devpts {} {}", s.dest, s.options));
+    case Op::mqueue: return with_attrs(fmt::format("mqueue {}", s.dest));
+    case Op::set_attr: return with_attrs(fmt::format("set-attr {} (recursive)", s.dest));
+    case Op::mkdir: return fmt::format("mkdir {} mode={:04o}", s.dest, s.mode);
+    case Op::mkfile: return fmt::format("mkfile {}", s.dest);
+    case Op::symlink: return fmt::format("symlink {} -> {}", s.dest, s.source);
+    case Op::write_file:
+      return with_attrs(fmt::format("{} {} ({} bytes) mode={:04o}", s.source.empty() ? "file" : "bind-data",
+                                    s.dest, s.data.size(), s.mode));
+    case Op::chmod: return fmt::format("chmod {} {:04o}", s.dest, s.mode);
+  }
+  return "?";
+}
+
+std::string describe(const LaunchPlan& plan) {
+  std::string out;
+  out += fmt::format("namespaces: {}\n", clone_flag_names(plan.clone_flags));
+  if (plan.id_maps) {
+    out += fmt::format("uid_map: {} {} 1\n", plan.uid_map.inside, plan.uid_map.outside);
+    out += "setgroups: deny\n";
+    out += fmt::format("gid_map: {} {} 1\n", plan.gid_map.inside, plan.gid_map.outside);
+  }
+  if (!plan.hostname.empty()) out += fmt::format("hostname: {}\n", plan.hostname);
+  out += fmt::format("proc: {}\n", name(plan.proc));
+  out += "mounts:\n";
+  out += "  make / private (recursive)\n";
+  out += "  tmpfs (new root) mode=0755, in this mount namespace only\n";
+  for (std::size_t i = 0; i < plan.mounts.size(); ++i)
+    out += fmt::format("  {:>2}. {}\n", i + 1, describe(plan.mounts[i]));
+  out += "  pivot_root to the new root, old root detached\n";
+  out += fmt::format("processes: {}\n", plan.reaper ? "nsrun -> PID 1 (reaper) -> command (PID 2)"
+                                                    : "nsrun -> command (PID 1)");
+  out += fmt::format("chdir: {}{}\n", plan.chdir, plan.chdir_required ? "" : " (else /)");
+  return out;
+}
+
+}  // namespace nsrun

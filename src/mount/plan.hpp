@@ -1,0 +1,88 @@
+// The launch plan: Policy -> the exact, ordered intent of every system call
+// the namespace rung will make. Building it makes no system call, so it is
+// unit-tested without privileges and printed by `nsrun explain`.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "policy/policy.hpp"
+#include "sys/error.hpp"
+
+namespace nsrun {
+
+// Mount attribute bits, the kernel's MOUNT_ATTR_* values.
+namespace attr {
+inline constexpr uint64_t rdonly = 0x1;
+inline constexpr uint64_t nosuid = 0x2;
+inline constexpr uint64_t nodev = 0x4;
+inline constexpr uint64_t noexec = 0x8;
+}  // namespace attr
+
+struct MountStep {
+  enum class Op {
+    bind,        // clone the tree at `source` (recursive), attach on `dest`
+    tmpfs,       // a new tmpfs on `dest`
+    proc,        // a new procfs on `dest`
+    devpts,      // a new devpts instance on `dest`
+    mqueue,      // a new mqueue filesystem on `dest`
+    set_attr,    // set `attrs` on the mount tree at `dest` (recursive)
+    mkdir,       // create directory `dest`
+    mkfile,      // create empty file `dest` (a mount point for a file bind)
+    symlink,     // create symlink `dest` -> `source`
+    write_file,  // create file `dest` holding `data`
+    chmod,       // chmod `dest` to `mode`
+  };
+  Op op = Op::bind;
+  std::string source;              // host path, or for `source_in_root` a path in the new root
+  std::string dest;                // path in the new root
+  bool source_in_root = false;     // the source lives in the new root (e.g. /proc/sys)
+  bool optional = false;           // skip when the source does not exist
+  bool dest_is_file = false;       // mount point must be a file, not a directory
+  uint64_t attrs = 0;              // attr:: bits to set on the new mount
+  uint32_t mode = 0755;            // for tmpfs roots, created dirs and files
+  uint64_t size = 0;               // tmpfs size in bytes, 0: the kernel's default
+  std::string options;             // extra filesystem options (devpts, proc)
+  std::string data;                // for write_file
+
+  bool operator==(const MountStep&) const = default;
+};
+
+struct IdMapping {
+  uint32_t inside = 0;
+  uint32_t outside = 0;
+  bool operator==(const IdMapping&) const = default;
+};
+
+// What the plan needs to know about the caller. Gathered before clone by the
+// launcher; given literally in tests.
+struct HostFacts {
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::string cwd;
+};
+
+struct LaunchPlan {
+  uint64_t clone_flags = 0;           // CLONE_NEW* bits
+  bool id_maps = true;                // write uid_map / gid_map (a user namespace was made)
+  IdMapping uid_map;
+  IdMapping gid_map;
+  std::string hostname;               // set when a UTS namespace is made
+  std::vector<MountStep> mounts;      // in order, relative to the new root
+  bool reaper = true;                 // PID 1 is nsrun's reaper, the command PID 2
+  std::string chdir;                  // working directory inside
+  bool chdir_required = false;        // false: fall back to / when it is missing
+  ProcMode proc = ProcMode::fresh;    // resolved: fresh, host_bind or none
+};
+
+// Policy (validated) + host facts -> plan. Pure.
+Result<LaunchPlan> make_plan(const Policy& policy, const HostFacts& host);
+
+// Human-readable rendering for `nsrun explain`.
+std::string describe(const LaunchPlan& plan);
+std::string describe(const MountStep& step);
+
+}  // namespace nsrun

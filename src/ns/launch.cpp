@@ -1,0 +1,228 @@
+#include "ns/launch.hpp"
+
+#include <fcntl.h>
+#include <linux/close_range.h>
+#include <poll.h>
+#include <sched.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <climits>
+
+#include <fmt/format.h>
+
+#include "mount/executor.hpp"
+#include "ns/channel.hpp"
+#include "ns/credentials.hpp"
+#include "ns/reaper.hpp"
+#include "ns/userns.hpp"
+#include "policy/env.hpp"
+#include "sys/flags.hpp"
+#include "sys/syscalls.hpp"
+
+namespace nsrun {
+
+namespace {
+
+std::string current_directory() {
+  char buf[PATH_MAX];
+  if (::getcwd(buf, sizeof buf) == nullptr) return "/";
+  return buf;
+}
+
+std::vector<char*> c_strings(std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  out.reserve(strings.size() + 1);
+  for (auto& s : strings) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+void print_error(const Error& e) { fmt::print(stderr, "nsrun: {}\n", e.message()); }
+
+// Child side. Each function below runs after clone and reports through
+// `channel`; none returns to the caller's code on failure.
+
+[[noreturn]] void die(int channel, const Error& e) {
+  send_error(channel, e);
+  ::_exit(e.exit_code());
+}
+
+// Marks every inherited fd close-on-exec instead of closing it, so the
+// channel (already CLOEXEC) keeps working until the exec succeeds, then
+// lets the passed ones through.
+Result<void> seal_fds(const std::vector<int>& pass) {
+  if (::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) return fail(sys_error("close_range"));
+  for (int fd : pass)
+    if (::fcntl(fd, F_SETFD, 0) != 0) return fail(sys_error("pass fd", std::to_string(fd)));
+  return {};
+}
+
+Result<void> enter_directory(const LaunchPlan& plan) {
+  if (::chdir(plan.chdir.c_str()) == 0) return {};
+  if (plan.chdir_required) return fail(sys_error("chdir", plan.chdir));
+  if (::chdir("/") != 0) return fail(sys_error("chdir", "/"));
+  return {};
+}
+
+// execvp semantics with our own PATH (glibc's execvpe reads the caller's
+// environment, not the one given).
+[[noreturn]] void exec_command(int channel, Prepared& p) {
+  std::vector<char*> argv = c_strings(p.argv);
+  std::vector<char*> envp = c_strings(p.env);
+  int first_err = ENOENT;
+  for (const auto& path : p.exec_paths) {
+    ::execve(path.c_str(), argv.data(), envp.data());
+    if (errno != ENOENT && errno != ENOTDIR && first_err == ENOENT) first_err = errno;
+    if (errno != ENOENT && errno != ENOTDIR && errno != EACCES) break;
+  }
+  Error e = sys_error("exec", p.argv.front(), first_err);
+  e.kind = first_err == ENOENT ? ErrorKind::not_found : ErrorKind::not_exec;
+  die(channel, e);
+}
+
+[[noreturn]] void start_command(int channel, Prepared& p, const sigset_t& original_mask) {
+  reset_signals(original_mask);
+  const bool session = p.new_session < 0 ? ::isatty(STDIN_FILENO) == 0 : p.new_session == 1;
+  if (session && ::setsid() < 0) die(channel, sys_error("setsid"));
+  if (auto r = enter_directory(p.plan); !r) die(channel, r.error());
+  if (auto r = seal_fds(p.pass_fds); !r) die(channel, r.error());
+  std::vector<cap_value_t> keep(p.keep_caps.begin(), p.keep_caps.end());
+  if (auto r = drop_capabilities(keep); !r) die(channel, r.error());
+  if (auto r = set_no_new_privs(); !r) die(channel, r.error());
+  exec_command(channel, p);
+}
+
+// Returns only when the parent is known to be alive with PDEATHSIG armed.
+void arm_die_with_parent(int channel) {
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) die(channel, sys_error("die-with-parent"));
+  // The parent may have died before the prctl: its end of the channel is
+  // then closed and the socket reports a hang-up.
+  struct pollfd pfd{channel, POLLIN, 0};
+  if (::poll(&pfd, 1, 0) > 0 && (pfd.revents & POLLHUP)) ::_exit(125);
+}
+
+[[noreturn]] void sandbox_child(int channel, Prepared& p, const sigset_t& original_mask) {
+  // Not dumpable: the command, same uid, must not reach PID 1 through
+  // /proc/1/{exe,root,fd,mem}.
+  ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  if (p.die_with_parent) arm_die_with_parent(channel);
+  if (auto r = write_id_maps(p.plan); !r) die(channel, r.error());
+  if (!p.plan.hostname.empty() && ::sethostname(p.plan.hostname.data(), p.plan.hostname.size()) != 0)
+    die(channel, sys_error("sethostname", p.plan.hostname));
+  if (auto r = build_root(p.plan.mounts); !r) die(channel, r.error());
+
+  if (!p.plan.reaper) start_command(channel, p, original_mask);
+
+  install_forwarding_handlers();
+  const pid_t command = ::fork();
+  if (command < 0) die(channel, sys_error("fork", "command"));
+  if (command == 0) start_command(channel, p, original_mask);
+
+  ::close(channel);
+  ::close_range(3, ~0U, 0);
+  (void)drop_capabilities({});
+  (void)set_no_new_privs();
+  ::_exit(wait_forwarding(command));
+}
+
+int run_unconfined(Prepared& p) {
+  fmt::print(stderr, "nsrun: full-access: running the command without confinement\n");
+  if (auto r = enter_directory(p.plan); !r) {
+    print_error(r.error());
+    return r.error().exit_code();
+  }
+  std::vector<char*> argv = c_strings(p.argv);
+  std::vector<char*> envp = c_strings(p.env);
+  int first_err = ENOENT;
+  for (const auto& path : p.exec_paths) {
+    ::execve(path.c_str(), argv.data(), envp.data());
+    if (errno != ENOENT && errno != ENOTDIR && first_err == ENOENT) first_err = errno;
+  }
+  Error e = sys_error("exec", p.argv.front(), first_err);
+  e.kind = first_err == ENOENT ? ErrorKind::not_found : ErrorKind::not_exec;
+  print_error(e);
+  return e.exit_code();
+}
+
+int run_namespaces(Prepared& p) {
+  auto channel = make_channel();
+  if (!channel) {
+    print_error(channel.error());
+    return 125;
+  }
+  sigset_t original_mask;
+  const sigset_t blocked = blocked_for_launch();
+  sigprocmask(SIG_BLOCK, &blocked, &original_mask);
+
+  const pid_t child = sys::clone_fork(p.plan.clone_flags);
+  if (child < 0) {
+    Error e = sys_error("clone", clone_flag_names(p.plan.clone_flags));
+    print_error(e);
+    return 125;
+  }
+  if (child == 0) {
+    channel->parent.reset();
+    sandbox_child(channel->child.get(), p, original_mask);
+  }
+  channel->child.reset();
+
+  auto received = receive_until_eof(channel->parent.get());
+  if (!received || *received) {
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    const Error& e = received ? **received : received.error();
+    print_error(e);
+    return e.exit_code();
+  }
+  return wait_forwarding(child);
+}
+
+}  // namespace
+
+std::vector<std::string> exec_candidates(const std::string& name, const char* path_var) {
+  if (name.find('/') != std::string::npos) return {name};
+  std::string_view path = path_var != nullptr ? path_var : "/usr/local/bin:/usr/bin:/bin";
+  std::vector<std::string> out;
+  while (true) {
+    const std::size_t colon = path.find(':');
+    std::string_view dir = path.substr(0, colon);
+    if (dir.empty()) dir = ".";  // an empty PATH entry means the current directory
+    out.push_back(fmt::format("{}/{}", dir, name));
+    if (colon == std::string_view::npos) break;
+    path.remove_prefix(colon + 1);
+  }
+  return out;
+}
+
+Result<Prepared> prepare(const Policy& policy) {
+  Prepared p;
+  HostFacts host{::getuid(), ::getgid(), current_directory()};
+  auto plan = make_plan(policy, host);
+  if (!plan) return fail(plan.error());
+  p.plan = std::move(*plan);
+  p.env = resolve_env(policy, current_environment());
+  p.argv = policy.argv;
+  p.exec_paths = exec_candidates(policy.argv.front(), env_lookup(p.env, "PATH"));
+  if (!policy.argv0.empty()) p.argv.front() = policy.argv0;
+  p.pass_fds = policy.pass_fds;
+  auto caps = parse_capabilities(policy.cap_add);
+  if (!caps) return fail(caps.error());
+  p.keep_caps.assign(caps->begin(), caps->end());
+  if (policy.new_session) p.new_session = *policy.new_session ? 1 : 0;
+  p.die_with_parent = policy.die_with_parent;
+  return p;
+}
+
+int run(const Policy& policy) {
+  auto prepared = prepare(policy);
+  if (!prepared) {
+    print_error(prepared.error());
+    return prepared.error().exit_code();
+  }
+  if (policy.mode == Mode::full_access) return run_unconfined(*prepared);
+  return run_namespaces(*prepared);
+}
+
+}  // namespace nsrun

@@ -1,0 +1,36 @@
+// The launch pipeline: everything that can be decided is decided before
+// clone (plan, environment, exec candidates, capabilities); the child only
+// executes named steps, and any failure reaches the parent whole.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "mount/plan.hpp"
+#include "policy/policy.hpp"
+#include "sys/error.hpp"
+
+namespace nsrun {
+
+// What the child needs, fully computed in the parent.
+struct Prepared {
+  LaunchPlan plan;
+  std::vector<std::string> env;            // resolved environment
+  std::vector<std::string> exec_paths;     // tried in order, execvp-style
+  std::vector<std::string> argv;
+  std::vector<int> pass_fds;
+  std::vector<int> keep_caps;              // cap_value_t
+  int new_session = -1;                    // -1: when stdin is not a terminal
+  bool die_with_parent = true;
+};
+
+Result<Prepared> prepare(const Policy& policy);
+
+// Runs the command; returns nsrun's exit status (the command's, or 125, 126,
+// 127 for nsrun's own failures, with the message already printed).
+int run(const Policy& policy);
+
+// The candidate paths execvp would try for `name` under `path_var`.
+std::vector<std::string> exec_candidates(const std::string& name, const char* path_var);
+
+}  // namespace nsrun

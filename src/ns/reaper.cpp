@@ -1,0 +1,76 @@
+#include "ns/reaper.hpp"
+
+#include <sys/wait.h>
+
+#include <cerrno>
+
+namespace nsrun {
+
+namespace {
+constexpr int forwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
+
+void ignore_signal(int) {}
+
+// A signal from the terminal (SI_KERNEL) already reached every process of
+// the foreground group; passing it on would deliver it twice.
+bool sent_by_a_process(const siginfo_t& info) {
+  return info.si_code == SI_USER || info.si_code == SI_QUEUE || info.si_code == SI_TKILL;
+}
+}  // namespace
+
+const sigset_t& forwarded_signals() {
+  static const sigset_t set = [] {
+    sigset_t s;
+    sigemptyset(&s);
+    for (int sig : forwarded) sigaddset(&s, sig);
+    return s;
+  }();
+  return set;
+}
+
+sigset_t blocked_for_launch() {
+  sigset_t s = forwarded_signals();
+  sigaddset(&s, SIGCHLD);
+  return s;
+}
+
+void install_forwarding_handlers() {
+  struct sigaction sa{};
+  sa.sa_handler = ignore_signal;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : forwarded) sigaction(sig, &sa, nullptr);
+}
+
+void reset_signals(const sigset_t& original_mask) {
+  struct sigaction sa{};
+  sa.sa_handler = SIG_DFL;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : forwarded) sigaction(sig, &sa, nullptr);
+  sigaction(SIGCHLD, &sa, nullptr);
+  sigprocmask(SIG_SETMASK, &original_mask, nullptr);
+}
+
+int exit_status(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 125;
+}
+
+int wait_forwarding(pid_t child) {
+  const sigset_t waited = blocked_for_launch();
+  while (true) {
+    // Reap first: SIGCHLD may have been consumed before we got here.
+    int status = 0;
+    pid_t pid;
+    while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0)
+      if (pid == child) return exit_status(status);
+    if (pid < 0 && errno == ECHILD) return 125;
+
+    siginfo_t info{};
+    int sig = sigwaitinfo(&waited, &info);
+    if (sig < 0 || sig == SIGCHLD) continue;
+    if (sent_by_a_process(info)) ::kill(child, sig);
+  }
+}
+
+}  // namespace nsrun

@@ -1,0 +1,34 @@
+// PID 1 inside the sandbox, and nsrun's own wait outside. Both forward the
+// termination signals one level down and turn the child's end into an exit
+// status.
+#pragma once
+
+#include <signal.h>
+#include <sys/types.h>
+
+namespace nsrun {
+
+// The signals passed down: termination requests and terminal resizes.
+const sigset_t& forwarded_signals();
+
+// forwarded_signals() plus SIGCHLD, blocked in the caller before clone so
+// none is lost between clone and the wait loop.
+sigset_t blocked_for_launch();
+
+// Installs a no-op handler for each forwarded signal. PID 1 needs it: the
+// kernel drops a signal sent to a namespace's init when its handler is
+// SIG_DFL.
+void install_forwarding_handlers();
+
+// Restores default dispositions and the given mask (the command's side).
+void reset_signals(const sigset_t& original_mask);
+
+// Waits for `child` while forwarding signals to it; reaps any other child
+// too (PID 1 inherits every orphan). Returns the exit status nsrun reports:
+// the code, or 128+N for a death by signal N.
+int wait_forwarding(pid_t child);
+
+// The status convention for a waitpid() status.
+int exit_status(int wait_status);
+
+}  // namespace nsrun

@@ -1,0 +1,56 @@
+#include "policy/env.hpp"
+
+#include <fnmatch.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+namespace nsrun {
+
+namespace {
+std::string_view var_name(std::string_view entry) { return entry.substr(0, entry.find('=')); }
+
+bool matches_any(const Policy& policy, EnvOp::Kind kind, std::string_view name) {
+  const std::string n(name);
+  return std::any_of(policy.env.begin(), policy.env.end(), [&](const EnvOp& op) {
+    return op.kind == kind && ::fnmatch(op.name.c_str(), n.c_str(), 0) == 0;
+  });
+}
+
+bool has_kind(const Policy& policy, EnvOp::Kind kind) {
+  return std::any_of(policy.env.begin(), policy.env.end(), [&](const EnvOp& op) { return op.kind == kind; });
+}
+}  // namespace
+
+std::vector<std::string> resolve_env(const Policy& policy, const std::vector<std::string>& inherited) {
+  std::vector<std::string> env;
+  if (!policy.clearenv) {
+    const bool allow_list = has_kind(policy, EnvOp::Kind::allow);
+    for (const auto& entry : inherited) {
+      std::string_view name = var_name(entry);
+      if (allow_list && !matches_any(policy, EnvOp::Kind::allow, name)) continue;
+      if (matches_any(policy, EnvOp::Kind::deny, name)) continue;
+      env.push_back(entry);
+    }
+  }
+  for (const auto& op : policy.env) {
+    if (op.kind != EnvOp::Kind::set && op.kind != EnvOp::Kind::unset) continue;
+    std::erase_if(env, [&](const std::string& entry) { return var_name(entry) == op.name; });
+    if (op.kind == EnvOp::Kind::set) env.push_back(op.name + "=" + op.value);
+  }
+  return env;
+}
+
+std::vector<std::string> current_environment() {
+  std::vector<std::string> out;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) out.emplace_back(*e);
+  return out;
+}
+
+const char* env_lookup(const std::vector<std::string>& env, std::string_view name) {
+  for (const auto& entry : env)
+    if (var_name(entry) == name && entry.size() > name.size()) return entry.c_str() + name.size() + 1;
+  return nullptr;
+}
+
+}  // namespace nsrun

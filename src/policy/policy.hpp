@@ -1,0 +1,137 @@
+// The one input of everything after the front ends. A front end (native
+// options, the bwrap dialect, a JSON file) fills a Policy; validation, the
+// plan and the executors read nothing else: not argv, not the environment.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace nsrun {
+
+enum class Mode { read_only, workspace_write, full_access };
+enum class ProcMode { automatic, fresh, host_bind, none };
+enum class Backend { automatic, namespaces, landlock };
+enum class Network { share, none };
+enum class SeccompMode { standard, none, log };
+
+// One filesystem operation, in the order given. Paths are absolute; `dest` is
+// a path inside the sandbox, `source` a path on the host.
+struct MountOp {
+  enum class Kind {
+    bind,        // read-write bind of source onto dest (recursive)
+    ro_bind,     // read-only bind
+    dev_bind,    // bind that keeps device nodes usable
+    tmpfs,       // an empty tmpfs on dest
+    hide,        // an empty read-only tmpfs over dest
+    proc,        // procfs on dest (fresh or host, per Policy::proc)
+    dev,         // a minimal /dev on dest
+    mqueue,      // a POSIX message queue filesystem on dest
+    dir,         // create a directory
+    symlink,     // create a symlink dest -> source
+    file,        // create a file holding `data`
+    bind_data,   // a file holding `data`, bound read-write
+    ro_bind_data,// a file holding `data`, bound read-only
+    remount_ro,  // make dest (recursively) read-only
+    chmod,       // change the mode of dest to `perms`
+  };
+  Kind kind = Kind::bind;
+  std::string source;
+  std::string dest;
+  bool optional = false;               // the *-try variants: a missing source is skipped
+  std::optional<uint32_t> perms;       // mode for created files, dirs and tmpfs roots
+  std::optional<uint64_t> size;        // tmpfs size in bytes
+  std::string data;                    // contents for file / *_data kinds
+
+  bool operator==(const MountOp&) const = default;
+};
+
+struct Namespaces {
+  bool user = true;
+  bool pid = true;
+  bool mount = true;   // always on for the namespace rung
+  bool net = false;    // follows Policy::network unless set explicitly
+  bool ipc = true;
+  bool uts = true;
+  bool cgroup = true;  // where the kernel has it
+
+  bool operator==(const Namespaces&) const = default;
+};
+
+// One change to the inherited environment, applied in order.
+struct EnvOp {
+  enum class Kind { set, unset, allow, deny };
+  Kind kind = Kind::set;
+  std::string name;   // a variable name, or a glob for allow / deny
+  std::string value;  // for set
+
+  bool operator==(const EnvOp&) const = default;
+};
+
+struct Policy {
+  Mode mode = Mode::workspace_write;
+  // The workspace is the first writable root in workspace-write mode. Empty
+  // means "the current directory", resolved by the front end.
+  std::string workspace;
+  std::vector<std::string> writable;   // extra writable roots
+  // Mode presets expand into the head of the mount list; `mounts` follow, so
+  // later entries win, as in bwrap. A front end that gives the whole list
+  // itself (bwrap's dialect) turns the preset off.
+  bool preset = true;
+  std::vector<MountOp> mounts;
+
+  Namespaces ns;
+  std::optional<uid_t> uid;            // uid inside; default: the caller's
+  std::optional<gid_t> gid;
+  std::string hostname = "nsrun";      // when a UTS namespace is made
+
+  ProcMode proc = ProcMode::automatic;
+  std::string host_backend;            // normalised name, empty: none
+  Backend backend = Backend::automatic;
+  Network network = Network::share;
+  SeccompMode seccomp = SeccompMode::standard;
+  bool allow_nested_userns = false;
+  std::vector<int> seccomp_fds;        // extra compiled BPF programs (bwrap --seccomp)
+  std::vector<std::string> cap_add;    // capabilities kept inside (bwrap --cap-add)
+  bool keep_caps = false;              // bwrap: uid 0 keeps its capabilities
+
+  bool clearenv = false;
+  std::vector<EnvOp> env;
+
+  std::string chdir;                   // empty: the current directory when visible, else /
+  bool as_pid_1 = false;
+  bool die_with_parent = true;
+  std::optional<bool> new_session;     // unset: only when stdin is not a terminal
+  std::vector<int> pass_fds;           // fds above 2 kept open for the command
+
+  std::string report_path;             // --report PATH
+  std::optional<int> report_fd;        // --report-fd N
+
+  std::vector<std::string> argv;       // the command; argv[0] is looked up in PATH
+  std::string argv0;                   // bwrap --argv0: argv[0] as the command sees it
+
+  bool operator==(const Policy&) const = default;
+};
+
+// Names as they appear in JSON and on the command line.
+std::string_view name(Mode);
+std::string_view name(ProcMode);
+std::string_view name(Backend);
+std::string_view name(Network);
+std::string_view name(SeccompMode);
+std::string_view name(MountOp::Kind);
+std::string_view name(EnvOp::Kind);
+
+std::optional<Mode> parse_mode(std::string_view);
+std::optional<ProcMode> parse_proc_mode(std::string_view);
+std::optional<Backend> parse_backend(std::string_view);
+std::optional<Network> parse_network(std::string_view);
+std::optional<SeccompMode> parse_seccomp_mode(std::string_view);
+std::optional<MountOp::Kind> parse_mount_kind(std::string_view);
+std::optional<EnvOp::Kind> parse_env_kind(std::string_view);
+
+}  // namespace nsrun

@@ -1,0 +1,97 @@
+#include "policy/validate.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace nsrun {
+
+namespace {
+
+Error bad(std::string_view option, std::string_view path, std::string_view why) {
+  Error e = usage_error(option, why);
+  e.path = std::string(path);
+  return e;
+}
+
+Result<void> absolute(std::string_view option, const std::string& path) {
+  if (path.empty()) return fail(usage_error(option, "empty path"));
+  if (path.front() != '/') return fail(bad(option, path, "not an absolute path"));
+  return {};
+}
+
+Result<void> existing_dir(std::string_view option, const std::string& path) {
+  if (auto r = absolute(option, path); !r) return r;
+  struct stat st{};
+  if (::stat(path.c_str(), &st) != 0) return fail(bad(option, path, std::strerror(errno)));
+  if (!S_ISDIR(st.st_mode)) return fail(bad(option, path, "not a directory"));
+  return {};
+}
+
+Result<void> existing(std::string_view option, const std::string& path) {
+  if (auto r = absolute(option, path); !r) return r;
+  struct stat st{};
+  if (::stat(path.c_str(), &st) != 0) return fail(bad(option, path, std::strerror(errno)));
+  return {};
+}
+
+bool binds(MountOp::Kind k) {
+  return k == MountOp::Kind::bind || k == MountOp::Kind::ro_bind || k == MountOp::Kind::dev_bind;
+}
+
+std::string option_of(MountOp::Kind k) { return fmt::format("--{}", name(k)); }
+
+}  // namespace
+
+Result<void> validate(const Policy& p, bool need_command) {
+  if (need_command && p.argv.empty()) return fail(usage_error("command", "no command given"));
+  if (!p.argv.empty() && p.argv.front().empty()) return fail(usage_error("command", "empty command name"));
+
+  if (p.mode == Mode::read_only && !p.writable.empty())
+    return fail(usage_error("--writable", "cannot be used with --mode read-only"));
+
+  if (p.mode != Mode::full_access && p.preset) {
+    if (auto r = existing_dir("--workspace", p.workspace); !r) return r;
+  }
+  for (const auto& dir : p.writable)
+    if (auto r = existing_dir("--writable", dir); !r) return r;
+
+  for (const auto& m : p.mounts) {
+    const std::string option = option_of(m.kind);
+    if (auto r = absolute(option, m.dest); !r) return r;
+    if (binds(m.kind) && !m.optional)
+      if (auto r = existing(option, m.source); !r) return r;
+    if (binds(m.kind) && m.optional)
+      if (auto r = absolute(option, m.source); !r) return r;
+    if (m.kind == MountOp::Kind::symlink && m.source.empty())
+      return fail(bad(option, m.dest, "empty symlink target"));
+    if (m.kind == MountOp::Kind::chmod && !m.perms)
+      return fail(bad(option, m.dest, "no mode given"));
+    if (m.perms && *m.perms > 07777)
+      return fail(bad("--perms", m.dest, fmt::format("mode {:o} out of range", *m.perms)));
+  }
+
+  if (!p.chdir.empty())
+    if (auto r = absolute("--chdir", p.chdir); !r) return r;
+
+  for (const auto& e : p.env) {
+    if (e.name.empty()) return fail(usage_error(fmt::format("--{}env", name(e.kind)), "empty variable name"));
+    if ((e.kind == EnvOp::Kind::set || e.kind == EnvOp::Kind::unset) &&
+        e.name.find('=') != std::string::npos)
+      return fail(usage_error(fmt::format("--{}env", name(e.kind)), fmt::format("'{}' is not a variable name", e.name)));
+  }
+
+  for (int fd : p.pass_fds) {
+    if (fd <= 2) return fail(usage_error("--pass-fd", fmt::format("{}: only descriptors above 2 can be passed", fd)));
+    if (::fcntl(fd, F_GETFD) < 0) return fail(usage_error("--pass-fd", fmt::format("{}: not an open descriptor", fd)));
+  }
+  if (p.report_fd && ::fcntl(*p.report_fd, F_GETFD) < 0)
+    return fail(usage_error("--report-fd", fmt::format("{}: not an open descriptor", *p.report_fd)));
+
+  return {};
+}
+
+}  // namespace nsrun

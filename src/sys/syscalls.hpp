@@ -1,0 +1,21 @@
+// Thin wrappers over system calls that glibc 2.36 does not wrap. (It does
+// wrap the new mount API, close_range and pidfd_open: use those directly.)
+// Each returns -1 and sets errno, like libc.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+
+namespace nsrun::sys {
+
+// clone3 without a new stack: returns like fork(). Falls back to clone(2)
+// when the kernel has no clone3 (ENOSYS). The exit signal is SIGCHLD.
+pid_t clone_fork(uint64_t flags);
+
+int pivot_root(const char* new_root, const char* put_old);
+
+// openat2 with a `resolve` mask (RESOLVE_*).
+int openat2(int dfd, const char* path, int flags, unsigned mode, uint64_t resolve);
+
+}  // namespace nsrun::sys

@@ -1,0 +1,250 @@
+// The process model: nsrun -> PID 1 (the reaper) -> the command. Exit
+// statuses, signal forwarding, reaping, and nothing left behind.
+#include "harness.hpp"
+
+#include <catch2/catch_test_macros.hpp>
+#include <fmt/format.h>
+
+#include <signal.h>
+#include <string.h>
+
+#include <string>
+#include <vector>
+
+using namespace nsrun_test;
+
+namespace {
+
+std::string probe_sh(const std::string& probe_args) {
+  return shell_quote(probe_path()) + " " + probe_args;
+}
+
+std::vector<std::string> with_probe(std::vector<std::string> options,
+                                    const std::vector<std::string>& probe_args) {
+  options.push_back("--");
+  options.push_back(probe_path());
+  options.insert(options.end(), probe_args.begin(), probe_args.end());
+  return options;
+}
+
+void check_nsrun_message(const RunResult& r) {
+  INFO("stderr: " << r.err);
+  CHECK(r.err.starts_with("nsrun: "));
+}
+
+}  // namespace
+
+TEST_CASE("nsrun exits with the command's status", "[process][exit]") {
+  require_userns();
+  TempDir ws;
+  struct Case {
+    const char* script;
+    int expected;
+  };
+  for (const Case& c : {Case{"exit 0", 0}, Case{"exit 3", 3}, Case{"kill -9 $$", 137},
+                        Case{"kill -TERM $$", 143}}) {
+    DYNAMIC_SECTION("sh -c '" << c.script << "'") {
+      RunResult r = nsrun({"--", "sh", "-c", c.script}, at(ws));
+      INFO(r.err);
+      CHECK(r.exit_code == c.expected);
+    }
+  }
+  SECTION("with --as-pid-1") {
+    RunResult r = nsrun({"--as-pid-1", "--", "sh", "-c", "exit 3"}, at(ws));
+    INFO(r.err);
+    CHECK(r.exit_code == 3);
+  }
+}
+
+TEST_CASE("a file that is not executable: 126", "[process][exit]") {
+  require_userns();
+  TempDir ws;
+  std::string script = ws / "not-executable";
+  write_file(script, "#!/bin/sh\nexit 0\n", 0644);
+
+  RunResult r = nsrun({"--", script}, at(ws));
+  CHECK(r.exit_code == 126);
+  check_nsrun_message(r);
+}
+
+TEST_CASE("a command that does not exist: 127", "[process][exit]") {
+  require_userns();
+  TempDir ws;
+  for (std::string command : {"no-such-command-xyz", "/no/such/dir/no-such-command-xyz"}) {
+    DYNAMIC_SECTION(command) {
+      RunResult r = nsrun({"--", command}, at(ws));
+      CHECK(r.exit_code == 127);
+      check_nsrun_message(r);
+    }
+  }
+}
+
+TEST_CASE("nsrun's own failure: 125", "[process][exit]") {
+  require_userns();
+  TempDir ws;
+  RunResult r = nsrun(with_probe({"--mode", "no-such-mode"}, {"write", ws / "marker"}),
+                      at(ws));
+  CHECK(r.exit_code == 125);
+  check_nsrun_message(r);
+  CHECK_FALSE(file_exists(ws / "marker"));
+}
+
+TEST_CASE("the command is PID 2 under nsrun's PID 1; --as-pid-1 makes it PID 1",
+          "[process][pid]") {
+  require_userns();
+  TempDir ws;
+  SECTION("default") {
+    RunResult pid = nsrun(with_probe({}, {"getpid"}), at(ws));
+    RunResult ppid = nsrun(with_probe({}, {"getppid"}), at(ws));
+    INFO(pid.err << ppid.err);
+    CHECK(pid.out == "2\n");
+    CHECK(ppid.out == "1\n");
+  }
+  SECTION("--as-pid-1") {
+    RunResult pid = nsrun(with_probe({"--as-pid-1"}, {"getpid"}), at(ws));
+    INFO(pid.err);
+    CHECK(pid.out == "1\n");
+  }
+}
+
+TEST_CASE("the command starts a child, sees it in /proc, kills it and waits for it",
+          "[process][children]") {
+  require_userns();
+  TempDir ws;
+  for (bool as_pid_1 : {false, true}) {
+    DYNAMIC_SECTION((as_pid_1 ? "--as-pid-1" : "under nsrun's PID 1")) {
+      std::vector<std::string> options;
+      if (as_pid_1) options.push_back("--as-pid-1");
+      RunResult r = nsrun(with_probe(options, {"spawn-kill"}), at(ws));
+      INFO(r.err);
+      CHECK(r.exit_code == 0);
+      CHECK(r.out == "seen killed 9\n");
+    }
+  }
+}
+
+TEST_CASE("an orphaned zombie is reaped by PID 1", "[process][reaper]") {
+  require_userns();
+  TempDir ws;
+  RunResult r = nsrun(with_probe({}, {"orphan-zombie"}), at(ws));
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.starts_with("reaped "));
+}
+
+TEST_CASE("SIGTERM sent to nsrun reaches the command", "[process][signals]") {
+  require_userns();
+  TempDir ws;
+  std::string mark = ws / "mark";
+
+  SECTION("a handler in the command runs") {
+    Process p({nsrun_path(), "--", probe_path(), "trap-term", mark}, at(ws));
+    p.wait_for_line("ready");
+    p.signal(SIGTERM);
+    RunResult r = p.wait();
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 0);
+    REQUIRE(file_exists(mark));
+    CHECK(read_file(mark) == "term");
+  }
+  SECTION("a shell trap runs and leaves a mark in the workspace") {
+    std::string script = fmt::format(
+        "trap 'echo term > {}; exit 0' TERM; {} & echo ready; wait", shell_quote(mark),
+        probe_sh("sleep-forever"));
+    Process p({nsrun_path(), "--", "sh", "-c", script}, at(ws));
+    p.wait_for_line("ready");
+    p.signal(SIGTERM);
+    RunResult r = p.wait();
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 0);
+    REQUIRE(file_exists(mark));
+    CHECK(read_file(mark) == "term\n");
+  }
+}
+
+TEST_CASE("every termination signal nsrun forwards reaches the command", "[process][signals]") {
+  require_userns();
+  TempDir ws;
+  for (const char* name : {"TERM", "INT", "HUP", "QUIT", "USR1", "USR2", "WINCH"}) {
+    DYNAMIC_SECTION("SIG" << name) {
+      int sig = 0;
+      for (int s = 1; s < NSIG; ++s) {
+        const char* abbrev = sigabbrev_np(s);
+        if (abbrev && std::string_view(abbrev) == name) sig = s;
+      }
+      REQUIRE(sig != 0);
+      std::string mark = ws / fmt::format("mark-{}", name);
+      std::string script =
+          fmt::format("trap 'echo {} > {}; exit 0' {}; {} & echo ready; wait", name,
+                      shell_quote(mark), name, probe_sh("sleep-forever"));
+      Process p({nsrun_path(), "--", "sh", "-c", script}, at(ws));
+      p.wait_for_line("ready");
+      p.signal(sig);
+      RunResult r = p.wait();
+      INFO(r.out << r.err);
+      CHECK(r.exit_code == 0);
+      REQUIRE(file_exists(mark));
+      CHECK(read_file(mark) == std::string(name) + "\n");
+    }
+  }
+}
+
+TEST_CASE("after nsrun exits, no process of the sandbox is left", "[process][cleanup]") {
+  require_userns();
+  TempDir ws;
+  // The token is in the cmdline of nsrun, of its PID 1 (a clone of nsrun),
+  // of the shell and of the background probe: all of them must go.
+  std::string token = unique_token("leftover");
+  auto none_left = [&] { return processes_with_marker(token).empty(); };
+  auto leftovers = [&] {
+    std::string s;
+    for (pid_t pid : processes_with_marker(token)) s += fmt::format("{} ", pid);
+    return s;
+  };
+
+  SECTION("nsrun gets SIGTERM; a background child is left behind the shell") {
+    std::string script = probe_sh("sleep-forever " + token) + " & wait";
+    Process p({nsrun_path(), "--", "sh", "-c", script}, at(ws));
+    p.wait_for_line("sleeping");
+    // The control: the marker finds the sandbox's processes while they live.
+    REQUIRE_FALSE(processes_with_marker(token).empty());
+    p.signal(SIGTERM);
+    RunResult r = p.wait();
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 128 + SIGTERM);
+    CHECK(eventually(none_left));
+    INFO("left: " << leftovers());
+    CHECK(none_left());
+  }
+  SECTION("nsrun gets SIGKILL: everything inside dies with it") {
+    std::string script = probe_sh("sleep-forever " + token) + " & wait";
+    Process p({nsrun_path(), "--", "sh", "-c", script}, at(ws));
+    p.wait_for_line("sleeping");
+    REQUIRE_FALSE(processes_with_marker(token).empty());
+    p.signal(SIGKILL);
+    RunResult r = p.wait();
+    CHECK(r.exit_code == 128 + SIGKILL);
+    CHECK(eventually(none_left));
+    INFO("left: " << leftovers());
+    CHECK(none_left());
+  }
+  for (bool as_pid_1 : {false, true}) {
+    DYNAMIC_SECTION("the command exits, leaving a background child"
+                    << (as_pid_1 ? " (--as-pid-1)" : "")) {
+      std::vector<std::string> args;
+      if (as_pid_1) args.push_back("--as-pid-1");
+      // The command waits until the child has started, then exits without it.
+      std::string script = fmt::format("{} > {} & while ! [ -s {} ]; do :; done; exit 5",
+                                       probe_sh("sleep-forever " + token),
+                                       shell_quote(ws / "started"), shell_quote(ws / "started"));
+      args.insert(args.end(), {"--", "sh", "-c", script});
+      RunResult r = nsrun(args, at(ws));
+      INFO(r.out << r.err);
+      CHECK(r.exit_code == 5);
+      CHECK(read_file(ws / "started").starts_with("sleeping "));
+      CHECK(eventually(none_left));
+      INFO("left: " << leftovers());
+      CHECK(none_left());
+    }
+  }
+}

@@ -1,0 +1,280 @@
+#!/usr/bin/env bash
+# One command that does everything on a fresh Debian 12 machine (run as root):
+# installs what is missing, builds ./build and ./build-static, then runs every
+# Catch2 test binary twice, as root and as the unprivileged user nsrun-test,
+# and ends with one line "N passed, N failed[, N skipped]".
+#
+#   tools/run-tests.sh [--quick] [--root-only] [-- CATCH2-ARGS...]
+#
+#   --quick       skip the static build (the suites then run without nsrun-static)
+#   --root-only   skip the run as nsrun-test (for debugging)
+#   -- ARGS       passed to every Catch2 binary, e.g. -- '[mount]' or a test name
+#
+# Environment: NSRUN_TEST_REQUIRE is passed through to the suites (CI sets it
+# to "userns"); NSRUN_TEST_TIMEOUT is the limit for one binary run in seconds
+# (default 900).
+set -euo pipefail
+
+readonly TEST_USER=nsrun-test
+readonly TIMEOUT=${NSRUN_TEST_TIMEOUT:-900}
+
+say() { printf 'run-tests: %s\n' "$*"; }
+die() { printf 'run-tests: ERROR: %s\n' "$*" >&2; exit 1; }
+
+usage() {
+    sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "${BASH_SOURCE[0]}"
+}
+
+quick=0
+root_only=0
+catch_args=()
+while (($#)); do
+    case "$1" in
+        --quick) quick=1 ;;
+        --root-only) root_only=1 ;;
+        -h|--help) usage; exit 0 ;;
+        --) shift; catch_args=("$@"); break ;;
+        *) usage >&2; die "unknown argument: $1 (Catch2 arguments go after --)" ;;
+    esac
+    shift
+done
+
+[[ "$TIMEOUT" =~ ^[1-9][0-9]*$ ]] || die "NSRUN_TEST_TIMEOUT must be a number of seconds, got '$TIMEOUT'"
+
+root=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd -P)
+cd -- "$root"
+
+[[ "$(id -u)" == 0 ]] || die "run me as root: I install packages, create the user $TEST_USER and run the suites as root and as that user"
+
+# ---------------------------------------------------------------- prepare
+bash "$root/tools/install-deps.sh" --test
+say "building ./build"
+bash "$root/tools/build.sh"
+if ((!quick)); then
+    say "building ./build-static"
+    bash "$root/tools/build.sh" --static
+fi
+
+if ((!root_only)) && ! id -u "$TEST_USER" >/dev/null 2>&1; then
+    useradd --system --user-group --no-create-home --shell /usr/sbin/nologin "$TEST_USER" ||
+        die "could not create the user $TEST_USER"
+    say "created user $TEST_USER"
+fi
+
+# The checkout may sit where $TEST_USER cannot enter (e.g. under /root), so
+# both users run the same copies from a fresh world-readable directory.
+base=""
+for d in /tmp /var/tmp; do
+    if [[ -d "$d" && -w "$d" ]] && ! findmnt -no OPTIONS -T "$d" | grep -Eq '(^|,)noexec(,|$)'; then
+        base=$d
+        break
+    fi
+done
+[[ -n "$base" ]] || die "no executable temporary directory (/tmp and /var/tmp are noexec or missing)"
+
+work=$(mktemp -d "$base/nsrun-tests.XXXXXX")
+cleanup() {
+    cd /
+    rm -rf --one-file-system -- "$work" || printf 'run-tests: warning: could not remove %s\n' "$work" >&2
+}
+trap cleanup EXIT
+# The suites run under timeout(1), which puts them in a process group of their
+# own, out of reach of a terminal's Ctrl-C: pass INT/TERM on to that group.
+running_pid=""
+on_signal() {
+    trap '' INT TERM
+    if [[ -n "$running_pid" ]]; then
+        printf '\nrun-tests: interrupted, stopping the running suite\n' >&2
+        kill -TERM "$running_pid" 2>/dev/null || true
+        wait "$running_pid" 2>/dev/null || true
+    fi
+    exit "$1"
+}
+trap 'on_signal 130' INT
+trap 'on_signal 143' TERM
+chmod 755 "$work"
+
+bin=$work/bin
+mkdir -m 755 "$bin"
+
+# Every Catch2 suite: each executable build/tests/*_tests, unit tests first.
+suites=(unit_tests integration_tests)
+for s in "${suites[@]}"; do
+    [[ -f "build/tests/$s" && -x "build/tests/$s" ]] || die "build/tests/$s was not built"
+done
+for f in build/tests/*_tests; do
+    s=${f##*/}
+    if [[ -f "$f" && -x "$f" && "$s" != unit_tests && "$s" != integration_tests ]]; then
+        suites+=("$s")
+    fi
+done
+
+copy() { # copy SRC [NAME]
+    [[ -f "$1" && -x "$1" ]] || die "$1 was not built"
+    install -m 755 -- "$1" "$bin/${2:-${1##*/}}"
+}
+for s in "${suites[@]}"; do
+    copy "build/tests/$s"
+done
+copy build/nsrun
+copy build/tools/nsrun-probe
+if ((!quick)); then
+    copy build-static/nsrun nsrun-static
+fi
+
+users=(root)
+((root_only)) || users+=("$TEST_USER")
+
+# A scratch directory owned by each user: cwd, TMPDIR and (for the
+# unprivileged user) HOME.
+for u in "${users[@]}"; do
+    d=$work/scratch-$u
+    mkdir -m 700 "$d" "$d/tmp" "$d/home"
+    chown -R "$u:" "$d"
+done
+
+# ---------------------------------------------------------------- run
+total_passed=0
+total_failed=0
+total_skipped=0
+bad_exit=0
+results=()
+
+# parse_summary LOG: sets passed/failed/skipped/summary from Catch2's closing
+# line. Catch2 3.7 ends with one of (console reporter):
+#   All tests passed (3 assertions in 2 test cases)       (singular: 1 assertion in 1 test case)
+#   test cases: 5 | 2 passed | 1 failed | 2 skipped       (zero parts are left out)
+#   test cases: 1 | 1 skipped                             (all skipped; exit code 4)
+#   test cases: 4 | 1 passed | 1 skipped | 2 failed as expected   ([!shouldfail]/[!mayfail])
+#   No tests ran                                          (filter matched nothing; exit code 2)
+parse_summary() {
+    local line field n rest total
+    passed=0 failed=0 skipped=0 summary=none
+    line=$(grep -Ei '^(All tests passed \(|test cases: |No tests ran[[:space:]]*$)' "$1" | tail -n 1) || true
+    line=${line%$'\r'}
+    shopt -s nocasematch
+    if [[ "$line" =~ ^All\ tests\ passed\ \(.*\ in\ ([0-9]+)\ test\ cases?\) ]]; then
+        passed=${BASH_REMATCH[1]}
+        summary=ok
+    elif [[ "$line" =~ ^test\ cases:\ *([0-9]+)(.*)$ ]]; then
+        total=${BASH_REMATCH[1]}
+        rest=${BASH_REMATCH[2]}
+        summary=ok
+        while [[ "$rest" =~ ^[[:space:]]*\|[[:space:]]*([0-9]+)\ ([a-z ]*[a-z])[[:space:]]*(.*)$ ]]; do
+            n=${BASH_REMATCH[1]}
+            field=${BASH_REMATCH[2]}
+            rest=${BASH_REMATCH[3]}
+            case "$field" in
+                passed) passed=$((passed + n)) ;;
+                failed) failed=$((failed + n)) ;;
+                skipped) skipped=$((skipped + n)) ;;
+                "failed as expected") passed=$((passed + n)) ;;
+                *) say "warning: unknown Catch2 summary part '$n $field'" ;;
+            esac
+        done
+        if ((passed + failed + skipped < total)); then
+            say "warning: summary '$line' accounts for only $((passed + failed + skipped)) of $total test cases; counting the rest as failed"
+            failed=$((total - passed - skipped))
+        fi
+    elif [[ "$line" =~ ^No\ tests\ ran ]]; then
+        summary=none-ran
+    fi
+    shopt -u nocasematch
+}
+
+run_suite() { # run_suite USER SUITE
+    local u=$1 s=$2 d=$work/scratch-$1 log rc rc0 note
+    log=$work/$u-$s.log
+    local -a cmd=(timeout --kill-after=30 "$TIMEOUT")
+    if [[ "$u" == root ]]; then
+        cmd+=(env TMPDIR="$d/tmp")
+    else
+        cmd+=(setpriv --reuid="$u" --regid="$u" --init-groups --
+              env -u XDG_RUNTIME_DIR -u MAIL HOME="$d/home" USER="$u" LOGNAME="$u" TMPDIR="$d/tmp")
+    fi
+    cmd+=("$bin/$s" --reporter console --colour-mode none "${catch_args[@]}")
+
+    printf '\n===== %s as %s =====\n' "$s" "$u"
+    # Output goes to the terminal and to $log through tee; the suite runs in
+    # the background so that a signal to this script is handled at once.
+    local fifo=$work/$u-$s.fifo tee_pid
+    mkfifo -m 600 "$fifo"
+    tee "$log" <"$fifo" &
+    tee_pid=$!
+    (cd -- "$d" && exec "${cmd[@]}" </dev/null) >"$fifo" 2>&1 &
+    running_pid=$!
+    rc=0
+    wait "$running_pid" || rc=$?
+    running_pid=""
+    wait "$tee_pid" || true
+    rm -f -- "$fifo"
+    rc0=$rc
+
+    parse_summary "$log"
+    note=""
+    case "$summary" in
+        none)
+            failed=$((failed + 1))
+            note="crashed or printed no Catch2 summary; counted as 1 failed"
+            ;;
+        none-ran)
+            if ((${#catch_args[@]})); then
+                note="no test matched the arguments"
+                ((rc == 2)) && rc=0
+            else
+                failed=$((failed + 1))
+                note="ran no test; counted as 1 failed"
+            fi
+            ;;
+    esac
+    # Catch2 exits 4 when every test case was skipped: not a failure by itself.
+    if ((rc == 4 && failed == 0 && passed == 0 && skipped > 0)); then
+        rc=0
+    fi
+    if ((rc != 0)); then
+        bad_exit=1
+        case "$rc" in
+            124|137) note="${note:+$note; }timed out after ${TIMEOUT}s" ;;
+            *) ((rc > 128)) && note="${note:+$note; }killed by signal $((rc - 128))" ;;
+        esac
+        if ((failed == 0)); then
+            failed=1
+            note="${note:+$note; }exit code $rc with no failed test case; counted as 1 failed"
+        fi
+    fi
+
+    total_passed=$((total_passed + passed))
+    total_failed=$((total_failed + failed))
+    total_skipped=$((total_skipped + skipped))
+    results+=("$(printf '%-8s %-11s %-20s %4d passed, %d failed, %d skipped (exit %d)%s' \
+        "$([[ $failed -eq 0 ]] && echo ok || echo FAIL)" "$u" "$s" \
+        "$passed" "$failed" "$skipped" "$rc0" "${note:+ - $note}")")
+}
+
+if ((!root_only)); then
+    # Fail early and clearly if the user cannot reach the copies.
+    setpriv --reuid="$TEST_USER" --regid="$TEST_USER" --init-groups -- test -x "$bin/${suites[0]}" ||
+        die "$TEST_USER cannot execute $bin/${suites[0]}"
+fi
+
+say "suites: ${suites[*]}; users: ${users[*]}; binaries in $bin"
+for u in "${users[@]}"; do
+    for s in "${suites[@]}"; do
+        run_suite "$u" "$s"
+    done
+done
+
+printf '\n===== summary =====\n'
+printf '%s\n' "${results[@]}"
+final="$total_passed passed, $total_failed failed"
+((total_skipped > 0)) && final+=", $total_skipped skipped"
+printf '%s\n' "$final"
+
+if ((total_failed > 0 || bad_exit)); then
+    exit 1
+fi
+if ((total_passed + total_skipped == 0)); then
+    say "no test case ran at all (do the arguments after -- match any test?)" >&2
+    exit 1
+fi
+exit 0
