@@ -1,0 +1,152 @@
+#include <catch2/catch_test_macros.hpp>
+
+#include <sched.h>
+
+#include <algorithm>
+
+#include "mount/plan.hpp"
+#include "ns/launch.hpp"
+
+using namespace nsrun;
+using Op = MountStep::Op;
+
+namespace {
+Policy workspace_policy() {
+  Policy p;
+  p.workspace = "/home/u/ws";
+  p.argv = {"true"};
+  return p;
+}
+
+HostFacts host() { return HostFacts{1000, 1000, "/home/u/ws"}; }
+
+std::size_t index_of(const LaunchPlan& plan, Op op, std::string_view dest) {
+  for (std::size_t i = 0; i < plan.mounts.size(); ++i)
+    if (plan.mounts[i].op == op && plan.mounts[i].dest == dest) return i;
+  return plan.mounts.size();
+}
+}  // namespace
+
+TEST_CASE("default plan: namespaces, self maps, reaper") {
+  auto plan = make_plan(workspace_policy(), host());
+  REQUIRE(plan);
+  CHECK((plan->clone_flags & (CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS)) == (CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS));
+  CHECK((plan->clone_flags & CLONE_NEWNET) == 0);
+  CHECK(plan->uid_map == IdMapping{1000, 1000});
+  CHECK(plan->gid_map == IdMapping{1000, 1000});
+  CHECK(plan->reaper);
+  CHECK(plan->hostname == "nsrun");
+  CHECK(plan->chdir == "/home/u/ws");
+  CHECK_FALSE(plan->chdir_required);
+}
+
+TEST_CASE("plan order: root read-only first, then /dev, /proc, /tmp, the workspace last") {
+  auto plan = make_plan(workspace_policy(), host());
+  REQUIRE(plan);
+  const auto& m = plan->mounts;
+  REQUIRE_FALSE(m.empty());
+  CHECK((m[0].op == Op::bind && m[0].source == "/" && m[0].dest == "/"));
+  CHECK((m[0].attrs & attr::rdonly) != 0);
+  const auto dev = index_of(*plan, Op::tmpfs, "/dev");
+  const auto proc = index_of(*plan, Op::proc, "/proc");
+  const auto tmp = index_of(*plan, Op::tmpfs, "/tmp");
+  const auto ws = index_of(*plan, Op::bind, "/home/u/ws");
+  CHECK(dev < proc);
+  CHECK(proc < tmp);
+  CHECK(tmp < ws);
+  CHECK(ws == m.size() - 1);
+  CHECK((m[ws].attrs & attr::rdonly) == 0);
+  CHECK(m[tmp].mode == 01777);
+}
+
+TEST_CASE("fresh /proc keeps machine-wide parts read-only") {
+  auto plan = make_plan(workspace_policy(), host());
+  REQUIRE(plan);
+  for (const char* part : {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"}) {
+    const auto i = index_of(*plan, Op::bind, part);
+    REQUIRE(i < plan->mounts.size());
+    CHECK(plan->mounts[i].source_in_root);
+    CHECK((plan->mounts[i].attrs & attr::rdonly) != 0);
+    CHECK(i > index_of(*plan, Op::proc, "/proc"));
+  }
+}
+
+TEST_CASE("host-bind /proc binds the host's procfs; auto picks it only on an allow-listed backend") {
+  Policy p = workspace_policy();
+  p.host_backend = "lakebox";
+  auto plan = make_plan(p, host());
+  REQUIRE(plan);
+  CHECK(plan->proc == ProcMode::host_bind);
+  CHECK(index_of(*plan, Op::proc, "/proc") == plan->mounts.size());
+  const auto i = index_of(*plan, Op::bind, "/proc");
+  REQUIRE(i < plan->mounts.size());
+  CHECK(plan->mounts[i].source == "/proc");
+  CHECK(plan->mounts[i].attrs == (attr::nosuid | attr::nodev | attr::noexec));
+
+  p.host_backend = "bare";
+  CHECK(make_plan(p, host())->proc == ProcMode::fresh);
+}
+
+TEST_CASE("minimal /dev: device binds, devpts, ptmx link, shm") {
+  auto plan = make_plan(workspace_policy(), host());
+  REQUIRE(plan);
+  for (const char* node : {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"}) {
+    const auto i = index_of(*plan, Op::bind, node);
+    REQUIRE(i < plan->mounts.size());
+    CHECK(plan->mounts[i].dest_is_file);
+    CHECK((plan->mounts[i].attrs & attr::nodev) == 0);
+  }
+  CHECK(index_of(*plan, Op::devpts, "/dev/pts") < plan->mounts.size());
+  CHECK(index_of(*plan, Op::symlink, "/dev/ptmx") < plan->mounts.size());
+  CHECK(index_of(*plan, Op::tmpfs, "/dev/shm") < plan->mounts.size());
+}
+
+TEST_CASE("later entries win: user mounts come after the preset") {
+  Policy p = workspace_policy();
+  p.mounts.push_back(MountOp{MountOp::Kind::ro_bind, "/home/u/ws/.git", "/home/u/ws/.git"});
+  p.mounts.push_back(MountOp{MountOp::Kind::hide, "", "/home/u/.ssh"});
+  auto plan = make_plan(p, host());
+  REQUIRE(plan);
+  const auto ws = index_of(*plan, Op::bind, "/home/u/ws");
+  const auto git = index_of(*plan, Op::bind, "/home/u/ws/.git");
+  const auto ssh = index_of(*plan, Op::tmpfs, "/home/u/.ssh");
+  CHECK(ws < git);
+  CHECK(git < ssh);
+  CHECK((plan->mounts[git].attrs & attr::rdonly) != 0);
+  CHECK((plan->mounts[ssh].attrs & attr::rdonly) != 0);
+}
+
+TEST_CASE("namespace and process options shape the plan") {
+  Policy p = workspace_policy();
+  p.as_pid_1 = true;
+  p.network = Network::none;
+  p.ns.uts = false;
+  p.uid = 0;
+  p.chdir = "/srv";
+  auto plan = make_plan(p, host());
+  REQUIRE(plan);
+  CHECK_FALSE(plan->reaper);
+  CHECK((plan->clone_flags & CLONE_NEWNET) != 0);
+  CHECK((plan->clone_flags & CLONE_NEWUTS) == 0);
+  CHECK(plan->hostname.empty());
+  CHECK(plan->uid_map == IdMapping{0, 1000});
+  CHECK(plan->chdir == "/srv");
+  CHECK(plan->chdir_required);
+}
+
+TEST_CASE("describe prints flags and steps by name") {
+  auto plan = make_plan(workspace_policy(), host());
+  REQUIRE(plan);
+  const std::string text = describe(*plan);
+  CHECK(text.find("CLONE_NEWUSER|CLONE_NEWPID|CLONE_NEWNS") != std::string::npos);
+  CHECK(text.find("bind / -> / [rdonly|nosuid|nodev]") != std::string::npos);
+  CHECK(text.find("pivot_root") != std::string::npos);
+}
+
+TEST_CASE("exec candidates follow execvp's PATH rules") {
+  CHECK(exec_candidates("/bin/sh", "/x") == std::vector<std::string>{"/bin/sh"});
+  CHECK(exec_candidates("./run", "/x") == std::vector<std::string>{"./run"});
+  CHECK(exec_candidates("sh", "/a:/b") == std::vector<std::string>{"/a/sh", "/b/sh"});
+  CHECK(exec_candidates("sh", "/a::/b") == std::vector<std::string>{"/a/sh", "./sh", "/b/sh"});
+  CHECK(exec_candidates("sh", nullptr).front() == "/usr/local/bin/sh");
+}

@@ -1,0 +1,239 @@
+#include <catch2/catch_test_macros.hpp>
+
+#include <unistd.h>
+
+#include "cli/native.hpp"
+#include "policy/env.hpp"
+#include "policy/policy_json.hpp"
+#include "policy/presets.hpp"
+#include "policy/validate.hpp"
+#include "probe/backend.hpp"
+
+using namespace nsrun;
+using K = MountOp::Kind;
+
+namespace {
+CallerContext ctx() {
+  CallerContext c;
+  c.cwd = "/tmp";
+  return c;
+}
+
+Result<Invocation> parse(std::vector<std::string> args, CallerContext c = ctx()) { return parse_native(args, c); }
+}  // namespace
+
+TEST_CASE("workspace-write preset: ro root, dev, proc, private tmp, then writable roots") {
+  Policy p;
+  p.workspace = "/work/ws";
+  p.writable = {"/cache"};
+  auto m = preset_mounts(p);
+  REQUIRE(m.size() == 6);
+  CHECK((m[0].kind == K::ro_bind && m[0].source == "/" && m[0].dest == "/"));
+  CHECK(m[1].kind == K::dev);
+  CHECK(m[2].kind == K::proc);
+  CHECK((m[3].kind == K::tmpfs && m[3].dest == "/tmp"));
+  CHECK((m[4].kind == K::bind && m[4].source == "/work/ws" && m[4].dest == "/work/ws"));
+  CHECK((m[5].kind == K::bind && m[5].dest == "/cache"));
+}
+
+TEST_CASE("read-only preset binds the workspace read-only after the private tmp") {
+  Policy p;
+  p.mode = Mode::read_only;
+  p.workspace = "/tmp/ws";
+  auto m = preset_mounts(p);
+  REQUIRE(m.size() == 5);
+  CHECK((m[4].kind == K::ro_bind && m[4].dest == "/tmp/ws"));
+}
+
+TEST_CASE("full-access and preset-off expand to nothing; own mounts follow the preset") {
+  Policy p;
+  p.workspace = "/w";
+  p.mounts.push_back(MountOp{K::ro_bind, "/w/.git", "/w/.git"});
+  CHECK(effective_mounts(p).back().dest == "/w/.git");
+  p.mode = Mode::full_access;
+  CHECK(preset_mounts(p).empty());
+  p.mode = Mode::read_only;
+  p.preset = false;
+  CHECK(effective_mounts(p).size() == 1);
+}
+
+TEST_CASE("proc none drops /proc from the preset") {
+  Policy p;
+  p.workspace = "/w";
+  p.proc = ProcMode::none;
+  for (const auto& m : preset_mounts(p)) CHECK(m.kind != K::proc);
+}
+
+TEST_CASE("native options fill the policy") {
+  auto inv = parse({"--mode", "read-only", "--workspace=/srv", "--ro", "/srv/.git", "--setenv", "A", "1",
+                    "--unsetenv", "B", "--clearenv", "--proc", "fresh", "--as-pid-1", "--", "sh", "-c", "x"});
+  REQUIRE(inv);
+  const Policy& p = inv->policy;
+  CHECK(p.mode == Mode::read_only);
+  CHECK(p.workspace == "/srv");
+  REQUIRE(p.mounts.size() == 1);
+  CHECK((p.mounts[0].kind == K::ro_bind && p.mounts[0].source == "/srv/.git"));
+  REQUIRE(p.env.size() == 2);
+  CHECK((p.env[0] == EnvOp{EnvOp::Kind::set, "A", "1"}));
+  CHECK(p.clearenv);
+  CHECK(p.proc == ProcMode::fresh);
+  CHECK(p.as_pid_1);
+  CHECK(p.argv == std::vector<std::string>{"sh", "-c", "x"});
+}
+
+TEST_CASE("the command starts at the first non-option; the workspace defaults to the cwd") {
+  auto inv = parse({"echo", "--mode", "x"});
+  REQUIRE(inv);
+  CHECK(inv->policy.argv == std::vector<std::string>{"echo", "--mode", "x"});
+  CHECK(inv->policy.workspace == "/tmp");
+  CHECK(inv->action == Invocation::Action::run);
+}
+
+TEST_CASE("subcommands policy and explain") {
+  CHECK(parse({"policy", "--mode", "read-only"})->action == Invocation::Action::policy);
+  CHECK(parse({"explain", "--", "true"})->action == Invocation::Action::explain);
+  CHECK(parse({"--", "policy"})->action == Invocation::Action::run);
+}
+
+TEST_CASE("bad options are usage errors naming the option") {
+  auto unknown = parse({"--frobnicate", "x"});
+  REQUIRE_FALSE(unknown);
+  CHECK(unknown.error().step == "--frobnicate");
+  CHECK(unknown.error().kind == ErrorKind::usage);
+  auto mode = parse({"--mode", "loose"});
+  REQUIRE_FALSE(mode);
+  CHECK(mode.error().message().starts_with("--mode: unknown value 'loose'"));
+  auto missing = parse({"--writable"});
+  REQUIRE_FALSE(missing);
+  CHECK(missing.error().step == "--writable");
+  auto fd = parse({"--pass-fd", "x1"});
+  REQUIRE_FALSE(fd);
+  CHECK(fd.error().step == "--pass-fd");
+}
+
+TEST_CASE("validation: command, paths, conflicts") {
+  Policy p;
+  p.workspace = "/tmp";
+  CHECK(validate(p, false));
+  auto no_cmd = validate(p, true);
+  REQUIRE_FALSE(no_cmd);
+  CHECK(no_cmd.error().step == "command");
+
+  p.argv = {"true"};
+  p.writable = {"relative/dir"};
+  auto rel = validate(p, true);
+  REQUIRE_FALSE(rel);
+  CHECK(rel.error().message() == "--writable relative/dir: not an absolute path");
+
+  p.writable = {"/no/such/dir/nsrun-test"};
+  auto missing = validate(p, true);
+  REQUIRE_FALSE(missing);
+  CHECK(missing.error().message() == "--writable /no/such/dir/nsrun-test: No such file or directory");
+
+  p.writable = {"/tmp"};
+  p.mode = Mode::read_only;
+  auto conflict = validate(p, true);
+  REQUIRE_FALSE(conflict);
+  CHECK(conflict.error().step == "--writable");
+
+  p = Policy{};
+  p.workspace = "/tmp";
+  p.argv = {"true"};
+  p.chdir = "sub";
+  CHECK_FALSE(validate(p, true));
+  p.chdir = "/";
+  p.mounts.push_back(MountOp{K::ro_bind, "/no/such/source", "/x"});
+  CHECK_FALSE(validate(p, true));
+  p.mounts.back().optional = true;
+  CHECK(validate(p, true));
+}
+
+TEST_CASE("policy JSON round trip is exact") {
+  Policy p;
+  p.mode = Mode::read_only;
+  p.workspace = "/w";
+  p.writable = {};
+  p.mounts = {MountOp{K::tmpfs, "", "/scratch", false, 0700, 1 << 20, ""},
+              MountOp{K::ro_bind_data, "", "/etc/motd", false, std::nullopt, std::nullopt, "hello\n"},
+              MountOp{K::bind, "/a", "/b", true}};
+  p.ns.net = true;
+  p.uid = 0;
+  p.proc = ProcMode::host_bind;
+  p.host_backend = "lakebox";
+  p.network = Network::none;
+  p.env = {EnvOp{EnvOp::Kind::set, "A", "b c"}, EnvOp{EnvOp::Kind::deny, "AWS_*", ""}};
+  p.new_session = true;
+  p.pass_fds = {5};
+  p.argv = {"sh", "-c", "echo \"hi\""};
+  auto back = from_json(to_json(p));
+  REQUIRE(back);
+  CHECK(*back == p);
+  auto again = json::parse(json::dump(to_json(p)));
+  REQUIRE(again);
+  CHECK(*from_json(*again) == p);
+}
+
+TEST_CASE("policy JSON is strict about fields and types") {
+  auto unknown = from_json(*json::parse(R"({"mode": "read-only", "moed": 1})"));
+  REQUIRE_FALSE(unknown);
+  CHECK(unknown.error().message() == "policy field 'moed': unknown field");
+  auto type = from_json(*json::parse(R"({"writable": "/x"})"));
+  REQUIRE_FALSE(type);
+  CHECK(type.error().message() == "policy field 'writable': expected array of strings, got string");
+  auto nested = from_json(*json::parse(R"({"mounts": [{"kind": "tmpfs", "dest": "/x", "perms": "99"}]})"));
+  REQUIRE_FALSE(nested);
+  CHECK(nested.error().message() == "policy field 'mounts[0].perms': '99' is not an octal mode");
+  auto value = from_json(*json::parse(R"({"proc": "sometimes"})"));
+  REQUIRE_FALSE(value);
+  CHECK(value.error().message() == "policy field 'proc': unknown value 'sometimes'");
+  auto kindless = from_json(*json::parse(R"({"mounts": [{"dest": "/x"}]})"));
+  REQUIRE_FALSE(kindless);
+}
+
+TEST_CASE("fields absent from JSON keep the base; later options override the file") {
+  Policy base;
+  base.hostname = "keep";
+  auto p = from_json(*json::parse(R"({"mode": "full-access"})"), base);
+  REQUIRE(p);
+  CHECK(p->hostname == "keep");
+  CHECK(p->mode == Mode::full_access);
+}
+
+TEST_CASE("environment: clear, allow, deny, then set and unset in order") {
+  const std::vector<std::string> host = {"PATH=/bin", "HOME=/root", "AWS_SECRET=x", "AWS_REGION=eu", "LANG=C"};
+  Policy p;
+  CHECK(resolve_env(p, host) == host);
+  p.env = {EnvOp{EnvOp::Kind::deny, "AWS_*", ""}, EnvOp{EnvOp::Kind::set, "HOME", "/w"},
+           EnvOp{EnvOp::Kind::unset, "LANG", ""}};
+  CHECK(resolve_env(p, host) == std::vector<std::string>{"PATH=/bin", "HOME=/w"});
+  p.env = {EnvOp{EnvOp::Kind::allow, "PATH", ""}, EnvOp{EnvOp::Kind::allow, "AWS_*", ""},
+           EnvOp{EnvOp::Kind::deny, "AWS_SECRET", ""}};
+  CHECK(resolve_env(p, host) == std::vector<std::string>{"PATH=/bin", "AWS_REGION=eu"});
+  p.clearenv = true;
+  p.env = {EnvOp{EnvOp::Kind::set, "A", "1"}};
+  CHECK(resolve_env(p, host) == std::vector<std::string>{"A=1"});
+  CHECK(std::string(env_lookup(host, "HOME")) == "/root");
+  CHECK(env_lookup(host, "HOM") == nullptr);
+}
+
+TEST_CASE("host backend: explicit name wins, normalised; marker otherwise") {
+  CHECK(detect_backend(std::string("  LakeBox  "), false) == "lakebox");
+  CHECK(detect_backend(std::string("bare"), true) == "bare");
+  CHECK(detect_backend(std::nullopt, true) == "lakebox");
+  CHECK(detect_backend(std::nullopt, false).empty());
+  CHECK(proc_bind_allowed("lakebox"));
+  CHECK_FALSE(proc_bind_allowed("bare"));
+  CHECK(resolve_proc_mode(ProcMode::automatic, "lakebox") == ProcMode::host_bind);
+  CHECK(resolve_proc_mode(ProcMode::automatic, "") == ProcMode::fresh);
+  CHECK(resolve_proc_mode(ProcMode::fresh, "lakebox") == ProcMode::fresh);
+}
+
+TEST_CASE("front end resolves the host backend from option, variable, marker") {
+  CallerContext c = ctx();
+  c.host_backend_env = " LAKEBOX";
+  CHECK(parse({"true"}, c)->policy.host_backend == "lakebox");
+  CHECK(parse({"--host-backend", "bare", "true"}, c)->policy.host_backend == "bare");
+  c.host_backend_env.reset();
+  c.lakebox_marker = true;
+  CHECK(parse({"true"}, c)->policy.host_backend == "lakebox");
+}
