@@ -314,7 +314,7 @@ Result<Fd> enter_staging() {
 
 }  // namespace
 
-Result<void> build_root(const std::vector<MountStep>& steps) {
+Result<void> build_root(const std::vector<MountStep>& steps, Timeline& timeline) {
   // pivot_root refuses a shared parent mount, and without this every mount
   // below would propagate back to the host.
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
@@ -335,7 +335,10 @@ Result<void> build_root(const std::vector<MountStep>& steps) {
   RootBuilder builder(std::move(*staging), std::move(host), std::move(root));
   for (const MountStep& s : steps)
     if (auto r = builder.run(s); !r) return r;
-  return builder.pivot();
+  timeline.mark("mounts");
+  if (auto r = builder.pivot(); !r) return r;
+  timeline.mark("pivot");
+  return {};
 }
 
 }  // namespace nsrun

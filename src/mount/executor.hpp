@@ -5,12 +5,14 @@
 #include <vector>
 
 #include "mount/plan.hpp"
+#include "ns/timeline.hpp"
 #include "sys/error.hpp"
 
 namespace nsrun {
 
 // Makes / private, assembles a tmpfs root from `steps`, pivots into it and
 // detaches the old root. On return the process's / is the new root.
-Result<void> build_root(const std::vector<MountStep>& steps);
+// Marks "mounts" and "pivot" on `timeline`.
+Result<void> build_root(const std::vector<MountStep>& steps, Timeline& timeline);
 
 }  // namespace nsrun

@@ -9,7 +9,15 @@ namespace nsrun {
 
 namespace {
 constexpr char error_tag = 'E';
+constexpr char timeline_tag = 'T';
+
+void send_tagged(int fd, char tag, std::string_view payload) {
+  std::string msg(1, tag);
+  msg += payload;
+  while (::send(fd, msg.data(), msg.size(), MSG_NOSIGNAL) < 0 && errno == EINTR) {
+  }
 }
+}  // namespace
 
 Result<ChannelPair> make_channel() {
   int fds[2];
@@ -18,15 +26,12 @@ Result<ChannelPair> make_channel() {
   return ChannelPair{Fd(fds[0]), Fd(fds[1])};
 }
 
-void send_error(int fd, const Error& error) {
-  std::string msg(1, error_tag);
-  msg += encode(error);
-  while (::send(fd, msg.data(), msg.size(), MSG_NOSIGNAL) < 0 && errno == EINTR) {
-  }
-}
+void send_error(int fd, const Error& error) { send_tagged(fd, error_tag, encode(error)); }
 
-Result<std::optional<Error>> receive_until_eof(int fd) {
-  std::optional<Error> received;
+void send_timeline(int fd, std::string_view encoded) { send_tagged(fd, timeline_tag, encoded); }
+
+Result<ChildReport> receive_until_eof(int fd) {
+  ChildReport received;
   std::array<char, 65536> buf;
   while (true) {
     ssize_t n = ::recv(fd, buf.data(), buf.size(), 0);
@@ -34,10 +39,11 @@ Result<std::optional<Error>> receive_until_eof(int fd) {
     if (n < 0) return fail(sys_error("receive", "channel"));
     if (n == 0) return received;
     std::string_view msg(buf.data(), static_cast<std::size_t>(n));
+    if (msg.front() == timeline_tag) received.timeline.assign(msg.substr(1));
     if (msg.front() != error_tag) continue;
     auto e = decode_error(msg.substr(1));
     if (!e) return fail(e.error());
-    if (!received) received = std::move(*e);
+    if (!received.error) received.error = std::move(*e);
   }
 }
 

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <optional>
+#include <string>
+#include <string_view>
 #include <utility>
 
 #include "sys/error.hpp"
@@ -21,9 +23,15 @@ Result<ChannelPair> make_channel();
 
 // Child side: best effort, the child exits right after.
 void send_error(int fd, const Error& error);
+// Child side, just before exec: the encoded launch timeline.
+void send_timeline(int fd, std::string_view encoded);
 
-// Parent side: reads until end-of-file; returns the error the child sent,
-// if any.
-Result<std::optional<Error>> receive_until_eof(int fd);
+struct ChildReport {
+  std::optional<Error> error;  // the first error the sandbox sent
+  std::string timeline;        // encoded marks, when sent
+};
+
+// Parent side: reads until end-of-file.
+Result<ChildReport> receive_until_eof(int fd);
 
 }  // namespace nsrun

@@ -83,6 +83,7 @@ Result<void> enter_directory(const LaunchPlan& plan) {
 }
 
 [[noreturn]] void start_command(int channel, Prepared& p, const sigset_t& original_mask) {
+  if (p.plan.reaper) p.timeline.mark("fork");
   reset_signals(original_mask);
   const bool session = p.new_session < 0 ? ::isatty(STDIN_FILENO) == 0 : p.new_session == 1;
   if (session && ::setsid() < 0) die(channel, sys_error("setsid"));
@@ -91,6 +92,8 @@ Result<void> enter_directory(const LaunchPlan& plan) {
   std::vector<cap_value_t> keep(p.keep_caps.begin(), p.keep_caps.end());
   if (auto r = drop_capabilities(keep); !r) die(channel, r.error());
   if (auto r = set_no_new_privs(); !r) die(channel, r.error());
+  p.timeline.mark("credentials");
+  send_timeline(channel, p.timeline.encode());
   exec_command(channel, p);
 }
 
@@ -106,12 +109,14 @@ void arm_die_with_parent(int channel) {
 [[noreturn]] void sandbox_child(int channel, Prepared& p, const sigset_t& original_mask) {
   // Not dumpable: the command, same uid, must not reach PID 1 through
   // /proc/1/{exe,root,fd,mem}.
+  p.timeline.mark("clone");
   ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   if (p.die_with_parent) arm_die_with_parent(channel);
   if (auto r = write_id_maps(p.plan); !r) die(channel, r.error());
   if (!p.plan.hostname.empty() && ::sethostname(p.plan.hostname.data(), p.plan.hostname.size()) != 0)
     die(channel, sys_error("sethostname", p.plan.hostname));
-  if (auto r = build_root(p.plan.mounts); !r) die(channel, r.error());
+  p.timeline.mark("id-maps");
+  if (auto r = build_root(p.plan.mounts, p.timeline); !r) die(channel, r.error());
 
   if (!p.plan.reaper) start_command(channel, p, original_mask);
 
@@ -146,11 +151,14 @@ int run_unconfined(Prepared& p) {
   return e.exit_code();
 }
 
-int run_namespaces(Prepared& p) {
+}  // namespace
+
+LaunchOutcome run_namespaces(Prepared& p) {
+  LaunchOutcome out;
   auto channel = make_channel();
   if (!channel) {
-    print_error(channel.error());
-    return 125;
+    out.error = channel.error();
+    return out;
   }
   sigset_t original_mask;
   const sigset_t blocked = blocked_for_launch();
@@ -158,9 +166,9 @@ int run_namespaces(Prepared& p) {
 
   const pid_t child = sys::clone_fork(p.plan.clone_flags);
   if (child < 0) {
-    Error e = sys_error("clone", clone_flag_names(p.plan.clone_flags));
-    print_error(e);
-    return 125;
+    out.error = sys_error("clone", clone_flag_names(p.plan.clone_flags));
+    sigprocmask(SIG_SETMASK, &original_mask, nullptr);
+    return out;
   }
   if (child == 0) {
     channel->parent.reset();
@@ -169,17 +177,24 @@ int run_namespaces(Prepared& p) {
   channel->child.reset();
 
   auto received = receive_until_eof(channel->parent.get());
-  if (!received || *received) {
+  out.timeline = p.timeline;
+  if (received) out.timeline.merge(received->timeline);
+  if (!received || received->error) {
     int status = 0;
     ::waitpid(child, &status, 0);
-    const Error& e = received ? **received : received.error();
-    print_error(e);
-    return e.exit_code();
+    sigprocmask(SIG_SETMASK, &original_mask, nullptr);
+    out.error = received ? *received->error : received.error();
+    out.exit_code = out.error->exit_code();
+    // An exec failure happens after the sandbox was built: the command's
+    // own fate, not a reason to try another rung.
+    out.command_started = out.error->kind == ErrorKind::not_found || out.error->kind == ErrorKind::not_exec;
+    return out;
   }
-  return wait_forwarding(child);
+  out.timeline.mark("exec");
+  out.command_started = true;
+  out.exit_code = wait_forwarding(child);
+  return out;
 }
-
-}  // namespace
 
 std::vector<std::string> exec_candidates(const std::string& name, const char* path_var) {
   if (name.find('/') != std::string::npos) return {name};
@@ -198,6 +213,7 @@ std::vector<std::string> exec_candidates(const std::string& name, const char* pa
 
 Result<Prepared> prepare(const Policy& policy) {
   Prepared p;
+  p.timeline.start();
   HostFacts host{::getuid(), ::getgid(), current_directory()};
   auto plan = make_plan(policy, host);
   if (!plan) return fail(plan.error());
@@ -212,6 +228,7 @@ Result<Prepared> prepare(const Policy& policy) {
   p.keep_caps.assign(caps->begin(), caps->end());
   if (policy.new_session) p.new_session = *policy.new_session ? 1 : 0;
   p.die_with_parent = policy.die_with_parent;
+  p.timeline.mark("prepare");
   return p;
 }
 
@@ -222,7 +239,9 @@ int run(const Policy& policy) {
     return prepared.error().exit_code();
   }
   if (policy.mode == Mode::full_access) return run_unconfined(*prepared);
-  return run_namespaces(*prepared);
+  LaunchOutcome outcome = run_namespaces(*prepared);
+  if (outcome.error) print_error(*outcome.error);
+  return outcome.exit_code;
 }
 
 }  // namespace nsrun

@@ -3,10 +3,12 @@
 // executes named steps, and any failure reaches the parent whole.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "mount/plan.hpp"
+#include "ns/timeline.hpp"
 #include "policy/policy.hpp"
 #include "sys/error.hpp"
 
@@ -22,9 +24,20 @@ struct Prepared {
   std::vector<int> keep_caps;              // cap_value_t
   int new_session = -1;                    // -1: when stdin is not a terminal
   bool die_with_parent = true;
+  Timeline timeline;                       // started before prepare()
 };
 
 Result<Prepared> prepare(const Policy& policy);
+
+// How one launch on the namespace rung ended.
+struct LaunchOutcome {
+  int exit_code = 125;
+  std::optional<Error> error;   // nsrun's own failure, not yet printed
+  bool command_started = false; // the exec succeeded: no other rung may run it
+  Timeline timeline;
+};
+
+LaunchOutcome run_namespaces(Prepared& prepared);
 
 // Runs the command; returns nsrun's exit status (the command's, or 125, 126,
 // 127 for nsrun's own failures, with the message already printed).
