@@ -93,6 +93,9 @@ Result<void> enter_directory(const LaunchPlan& plan) {
   if (auto r = drop_capabilities(keep); !r) die(channel, r.error());
   if (auto r = set_no_new_privs(); !r) die(channel, r.error());
   p.timeline.mark("credentials");
+  // Last: from here on the command's own restrictions apply to us too.
+  if (auto r = load_filter(p.seccomp); !r) die(channel, r.error());
+  p.timeline.mark("seccomp");
   send_timeline(channel, p.timeline.encode());
   exec_command(channel, p);
 }
@@ -129,6 +132,7 @@ void arm_die_with_parent(int channel) {
   ::close_range(3, ~0U, 0);
   (void)drop_capabilities({});
   (void)set_no_new_privs();
+  (void)load_filter(p.seccomp);
   ::_exit(wait_forwarding(command));
 }
 
@@ -226,6 +230,9 @@ Result<Prepared> prepare(const Policy& policy) {
   auto caps = parse_capabilities(policy.cap_add);
   if (!caps) return fail(caps.error());
   p.keep_caps.assign(caps->begin(), caps->end());
+  auto filter = compile_filter(policy);
+  if (!filter) return fail(filter.error());
+  p.seccomp = std::move(*filter);
   if (policy.new_session) p.new_session = *policy.new_session ? 1 : 0;
   p.die_with_parent = policy.die_with_parent;
   p.timeline.mark("prepare");

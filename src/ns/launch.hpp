@@ -9,6 +9,7 @@
 
 #include "mount/plan.hpp"
 #include "ns/timeline.hpp"
+#include "seccomp/filter.hpp"
 #include "policy/policy.hpp"
 #include "sys/error.hpp"
 
@@ -24,6 +25,7 @@ struct Prepared {
   std::vector<int> keep_caps;              // cap_value_t
   int new_session = -1;                    // -1: when stdin is not a terminal
   bool die_with_parent = true;
+  BpfProgram seccomp;                      // compiled; loaded last, before exec
   Timeline timeline;                       // started before prepare()
 };
 
