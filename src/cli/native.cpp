@@ -109,6 +109,18 @@ const std::vector<Option>& options() {
          p = std::move(*loaded);
          return {};
        }},
+      {"--report", 1, "PATH", "write a JSON launch report to PATH",
+       [](Policy& p, Args a) -> Result<void> {
+         p.report_path = a[0];
+         return {};
+       }},
+      {"--report-fd", 1, "FD", "write the JSON launch report to FD",
+       [](Policy& p, Args a) -> Result<void> {
+         auto fd = parse_fd("--report-fd", a[0]);
+         if (!fd) return fail(fd.error());
+         p.report_fd = *fd;
+         return {};
+       }},
       {"--pass-fd", 1, "FD", "keep FD open for the command (repeatable)",
        [](Policy& p, Args a) -> Result<void> {
          auto fd = parse_fd("--pass-fd", a[0]);

@@ -18,6 +18,7 @@
 #include "ns/reaper.hpp"
 #include "ns/userns.hpp"
 #include "policy/env.hpp"
+#include "probe/report.hpp"
 #include "sys/flags.hpp"
 #include "sys/syscalls.hpp"
 
@@ -240,15 +241,37 @@ Result<Prepared> prepare(const Policy& policy) {
 }
 
 int run(const Policy& policy) {
+  LaunchReport report;
+  report.mode = policy.mode;
+  report.host_backend = policy.host_backend;
+  report.seccomp = policy.seccomp;
+  auto finish = [&](int code, const std::optional<Error>& error) {
+    report.exit_code = code;
+    report.error = error;
+    if (error) print_error(*error);
+    if (auto r = write_report(policy, report); !r) {
+      print_error(r.error());
+      if (code == 0) code = 125;
+    }
+    return code;
+  };
+
   auto prepared = prepare(policy);
-  if (!prepared) {
-    print_error(prepared.error());
-    return prepared.error().exit_code();
+  if (!prepared) return finish(prepared.error().exit_code(), prepared.error());
+  report.proc = prepared->plan.proc;
+  if (policy.mode == Mode::full_access) {
+    report.rung = "unconfined";
+    if (policy.report_path.empty() && !policy.report_fd) return run_unconfined(*prepared);
+    (void)finish(0, std::nullopt);  // written before exec: nothing runs after it
+    return run_unconfined(*prepared);
   }
-  if (policy.mode == Mode::full_access) return run_unconfined(*prepared);
   LaunchOutcome outcome = run_namespaces(*prepared);
-  if (outcome.error) print_error(*outcome.error);
-  return outcome.exit_code;
+  report.rung = outcome.command_started ? "namespaces" : "none";
+  report.rungs.push_back(RungReport{"namespaces", outcome.command_started,
+                                    outcome.command_started ? "" : "failed",
+                                    outcome.error ? outcome.error->message() : ""});
+  report.phases = outcome.timeline.phases();
+  return finish(outcome.exit_code, outcome.error);
 }
 
 }  // namespace nsrun
