@@ -68,19 +68,23 @@ Result<void> enter_directory(const LaunchPlan& plan) {
 }
 
 // execvp semantics with our own PATH (glibc's execvpe reads the caller's
-// environment, not the one given).
-[[noreturn]] void exec_command(int channel, Prepared& p) {
+// environment, not the one given). Returns only on failure.
+Error try_exec(Prepared& p) {
   std::vector<char*> argv = c_strings(p.argv);
   std::vector<char*> envp = c_strings(p.env);
   int first_err = ENOENT;
   for (const auto& path : p.exec_paths) {
     ::execve(path.c_str(), argv.data(), envp.data());
-    if (errno != ENOENT && errno != ENOTDIR && first_err == ENOENT) first_err = errno;
-    if (errno != ENOENT && errno != ENOTDIR && errno != EACCES) break;
+    int err = errno;
+    // A PATH entry we may not search hides nothing we could run: "not
+    // found", as a shell says, rather than "not executable".
+    if (err == EACCES && ::access(path.c_str(), F_OK) != 0) err = ENOENT;
+    if (err != ENOENT && err != ENOTDIR && first_err == ENOENT) first_err = err;
+    if (err != ENOENT && err != ENOTDIR && err != EACCES) break;
   }
   Error e = sys_error("exec", p.argv.front(), first_err);
   e.kind = first_err == ENOENT ? ErrorKind::not_found : ErrorKind::not_exec;
-  die(channel, e);
+  return e;
 }
 
 [[noreturn]] void start_command(int channel, Prepared& p, const sigset_t& original_mask) {
@@ -98,7 +102,7 @@ Result<void> enter_directory(const LaunchPlan& plan) {
   if (auto r = load_filter(p.seccomp); !r) die(channel, r.error());
   p.timeline.mark("seccomp");
   send_timeline(channel, p.timeline.encode());
-  exec_command(channel, p);
+  die(channel, try_exec(p));
 }
 
 // Returns only when the parent is known to be alive with PDEATHSIG armed.
@@ -145,15 +149,7 @@ int run_unconfined(Prepared& p) {
     print_error(r.error());
     return r.error().exit_code();
   }
-  std::vector<char*> argv = c_strings(p.argv);
-  std::vector<char*> envp = c_strings(p.env);
-  int first_err = ENOENT;
-  for (const auto& path : p.exec_paths) {
-    ::execve(path.c_str(), argv.data(), envp.data());
-    if (errno != ENOENT && errno != ENOTDIR && first_err == ENOENT) first_err = errno;
-  }
-  Error e = sys_error("exec", p.argv.front(), first_err);
-  e.kind = first_err == ENOENT ? ErrorKind::not_found : ErrorKind::not_exec;
+  Error e = try_exec(p);
   print_error(e);
   return e.exit_code();
 }

@@ -26,7 +26,7 @@ std::string lower(std::string s) {
 
 }  // namespace
 
-TEST_CASE("each validation error: exit 125, one line naming the option, nothing runs",
+TEST_CASE("each validation error exits 125 with one line naming the option and runs nothing",
           "[cli][validation]") {
   require_userns();
   TempDir ws("ws");
@@ -118,29 +118,42 @@ TEST_CASE("nsrun policy prints the resolved Policy as JSON", "[cli][policy]") {
 TEST_CASE("the policy JSON fed back with --policy gives the same policy", "[cli][policy]") {
   TempDir ws("ws");
   TempDir extra("extra");
-  RunResult first =
-      nsrun({"policy", "--mode", "read-only", "--writable", extra.path()}, at(ws));
-  INFO(first.err);
-  REQUIRE(first.exit_code == 0);
-  REQUIRE(first.out.find(extra.path()) != std::string::npos);
-  std::string file = ws / "policy.json";
-  write_file(file, first.out);
+  make_dir(ws / "protected");
+  struct Case {
+    const char* name;
+    std::vector<std::string> options;
+  };
+  std::vector<Case> cases{
+      {"--mode read-only --ro D", {"--mode", "read-only", "--ro", extra.path()}},
+      {"workspace-write with roots and environment",
+       {"--writable", extra.path(), "--ro", ws / "protected", "--setenv", "K", "V", "--unsetenv",
+        "U", "--as-pid-1"}},
+  };
+  for (const Case& c : cases) {
+    DYNAMIC_SECTION(c.name) {
+      std::vector<std::string> args{"policy"};
+      args.insert(args.end(), c.options.begin(), c.options.end());
+      RunResult first = nsrun(args, at(ws));
+      INFO("nsrun " << join(args) << "\nstderr: " << first.err);
+      REQUIRE(first.exit_code == 0);
+      REQUIRE(first.out.find(extra.path()) != std::string::npos);
+      std::string file = ws / "policy.json";
+      write_file(file, first.out);
 
-  SECTION("round trip") {
-    RunResult again = nsrun({"policy", "--policy", file}, at(ws));
-    INFO(again.err);
-    CHECK(again.exit_code == 0);
-    CHECK(again.out == first.out);
-  }
-  SECTION("options after --policy override it") {
-    RunResult over =
-        nsrun({"policy", "--policy", file, "--mode", "full-access"}, at(ws));
-    INFO(over.err);
-    CHECK(over.exit_code == 0);
-    CHECK(over.out.find(R"("mode": "full-access")") != std::string::npos);
-    CHECK(over.out.find(R"("mode": "read-only")") == std::string::npos);
-    // What was not overridden is kept.
-    CHECK(over.out.find(extra.path()) != std::string::npos);
+      RunResult again = nsrun({"policy", "--policy", file}, at(ws));
+      INFO("again: " << again.err);
+      CHECK(again.exit_code == 0);
+      CHECK(again.out == first.out);
+
+      // Options after --policy override it; what they do not touch is kept.
+      RunResult over = nsrun({"policy", "--policy", file, "--mode", "full-access"}, at(ws));
+      INFO("override: " << over.err);
+      CHECK(over.exit_code == 0);
+      CHECK(over.out.find(R"("mode": "full-access")") != std::string::npos);
+      CHECK(over.out.find(R"("mode": "read-only")") == std::string::npos);
+      CHECK(over.out.find(R"("mode": "workspace-write")") == std::string::npos);
+      CHECK(over.out.find(extra.path()) != std::string::npos);
+    }
   }
 }
 
@@ -183,7 +196,7 @@ TEST_CASE("--chdir sets the working directory; the default is the current one", 
   }
 }
 
-TEST_CASE("--setenv, --unsetenv and --clearenv shape the environment", "[cli][env]") {
+TEST_CASE("--setenv and --unsetenv and --clearenv shape the environment", "[cli][env]") {
   require_userns();
   TempDir ws;
   RunOptions opts = at(ws);

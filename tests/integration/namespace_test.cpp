@@ -144,7 +144,7 @@ TEST_CASE("read-only mode: no write reaches the host", "[namespace][mode]") {
   CHECK(read_file(ws / "keep") == "original");
 }
 
-TEST_CASE("/tmp inside is writable, private, and gone after the run", "[namespace][tmp]") {
+TEST_CASE("/tmp inside is writable and private and gone after the run", "[namespace][tmp]") {
   require_userns();
   TempDir ws;
   for (std::string mode : {"read-only", "workspace-write"}) {
@@ -170,7 +170,7 @@ TEST_CASE("/tmp inside is writable, private, and gone after the run", "[namespac
   }
 }
 
-TEST_CASE("workspace-write: the workspace is writable, the rest of the host is not",
+TEST_CASE("workspace-write: the workspace is writable but the rest of the host is not",
           "[namespace][mode]") {
   require_userns();
   TempDir ws("ws");
@@ -301,7 +301,7 @@ TEST_CASE("--tmpfs DIR is an empty private directory", "[namespace][mode]") {
   CHECK(read_file(ws / "scratch/old") == "host");
 }
 
-TEST_CASE("inside, every capability is dropped and no_new_privs is set", "[namespace][caps]") {
+TEST_CASE("inside every capability is dropped and no_new_privs is set", "[namespace][caps]") {
   require_userns();
   TempDir ws;
   for (bool as_pid_1 : {false, true}) {
@@ -324,7 +324,7 @@ TEST_CASE("inside, every capability is dropped and no_new_privs is set", "[names
   }
 }
 
-TEST_CASE("inside, the uid and gid are the caller's", "[namespace][ids]") {
+TEST_CASE("inside the uid and gid are the caller's", "[namespace][ids]") {
   require_userns();
   TempDir ws;
   RunResult r = probe_under({}, {"ids"}, ws);

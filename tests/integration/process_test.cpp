@@ -107,7 +107,7 @@ TEST_CASE("the command is PID 2 under nsrun's PID 1; --as-pid-1 makes it PID 1",
   }
 }
 
-TEST_CASE("the command starts a child, sees it in /proc, kills it and waits for it",
+TEST_CASE("the command sees its child in /proc then kills it and waits for it",
           "[process][children]") {
   require_userns();
   TempDir ws;
@@ -189,7 +189,7 @@ TEST_CASE("every termination signal nsrun forwards reaches the command", "[proce
   }
 }
 
-TEST_CASE("after nsrun exits, no process of the sandbox is left", "[process][cleanup]") {
+TEST_CASE("after nsrun exits no process of the sandbox is left", "[process][cleanup]") {
   require_userns();
   TempDir ws;
   // The token is in the cmdline of nsrun, of its PID 1 (a clone of nsrun),

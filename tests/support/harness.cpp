@@ -151,9 +151,17 @@ std::optional<std::string> nsrun_static_path() {
 Process::Process(const std::vector<std::string>& argv, const RunOptions& opts)
     : argv_(argv), timeout_(opts.timeout) {
   REQUIRE_FALSE(argv.empty());
-  // A child killed mid-write of its stdin must not take the test with it.
-  static const bool sigpipe_ignored = [] { return ::signal(SIGPIPE, SIG_IGN) != SIG_ERR; }();
-  (void)sigpipe_ignored;
+  static const bool once = [] {
+    // A child killed mid-write of its stdin must not take the test with it.
+    ::signal(SIGPIPE, SIG_IGN);
+    // With 0, 1 or 2 closed, a pipe could land there and be clobbered by the
+    // child's dup2s: keep them occupied.
+    for (int fd = 0; fd <= 2; ++fd) {
+      if (fcntl(fd, F_GETFD) < 0) open("/dev/null", O_RDWR);
+    }
+    return true;
+  }();
+  (void)once;
 
   // Everything the child needs is built before fork: after fork it only
   // makes system calls.
@@ -235,7 +243,7 @@ Process::~Process() {
 }
 
 void Process::kill_group() {
-  if (!exit_code_) kill(-pid_, SIGKILL);
+  if (pid_ > 0 && !exit_code_) kill(-pid_, SIGKILL);
 }
 
 void Process::signal(int sig) const {
@@ -270,7 +278,7 @@ bool Process::pump(Clock::time_point until) {
         }
       }
     }
-  } else if (wait_ms > 0) {
+  } else if (!exit_code_ && wait_ms > 0) {
     std::this_thread::sleep_for(Millis(wait_ms));  // nothing to watch but waitpid
   }
   if (!exit_code_) {
@@ -331,8 +339,7 @@ RunResult Process::wait(std::optional<Millis> timeout) {
   // a straggler hold the test hostage: a leftover process is for the tests
   // to detect, not for the harness to hang on.
   auto drain_until = std::min(deadline, Clock::now() + 5s);
-  while (pump(drain_until) && Clock::now() < drain_until) {
-  }
+  while ((out_fd_ >= 0 || err_fd_ >= 0) && Clock::now() < drain_until) pump(drain_until);
   if (out_fd_ >= 0) drain(out_fd_, out_);
   if (err_fd_ >= 0) drain(err_fd_, err_);
   return RunResult{*exit_code_, out_, err_};
@@ -450,8 +457,7 @@ void require_userns() {
     return WIFEXITED(status) ? WEXITSTATUS(status) : EINVAL;
   }();
   if (refusal != 0) {
-    unavailable("userns", fmt::format("user namespaces unavailable: "
-                                      "unshare(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID): {}",
+    unavailable("userns", fmt::format("unshare(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID): {}",
                                       errno_text(refusal)));
   }
 }
