@@ -111,12 +111,14 @@ void arm_die_with_parent(int channel) {
 }
 
 [[noreturn]] void sandbox_child(int channel, Prepared& p, const sigset_t& original_mask) {
-  // Not dumpable: the command, same uid, must not reach PID 1 through
-  // /proc/1/{exe,root,fd,mem}.
   p.timeline.mark("clone");
-  ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   if (p.die_with_parent) arm_die_with_parent(channel);
   if (auto r = write_id_maps(p.plan); !r) die(channel, r.error());
+  // Not dumpable: the command, same uid, must not reach PID 1 through
+  // /proc/1/{exe,root,fd,mem}. Only after the id maps: a non-dumpable
+  // process's /proc/self files belong to root, and an unprivileged caller
+  // could no longer write its own maps.
+  ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   if (!p.plan.hostname.empty() && ::sethostname(p.plan.hostname.data(), p.plan.hostname.size()) != 0)
     die(channel, sys_error("sethostname", p.plan.hostname));
   p.timeline.mark("id-maps");
