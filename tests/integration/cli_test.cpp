@@ -119,7 +119,7 @@ TEST_CASE("the policy JSON fed back with --policy gives the same policy", "[cli]
   TempDir ws("ws");
   TempDir extra("extra");
   RunResult first =
-      nsrun({"policy", "--mode", "read-only", "--writable", extra.path()}, at(ws));
+      nsrun({"policy", "--mode", "workspace-write", "--writable", extra.path()}, at(ws));
   INFO(first.err);
   REQUIRE(first.exit_code == 0);
   REQUIRE(first.out.find(extra.path()) != std::string::npos);

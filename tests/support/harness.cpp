@@ -331,7 +331,9 @@ RunResult Process::wait(std::optional<Millis> timeout) {
   // a straggler hold the test hostage: a leftover process is for the tests
   // to detect, not for the harness to hang on.
   auto drain_until = std::min(deadline, Clock::now() + 5s);
-  while (pump(drain_until) && Clock::now() < drain_until) {
+  // Both pipes may already be at EOF: pumping then would only sleep out the
+  // drain deadline (5 s per run).
+  while ((out_fd_ >= 0 || err_fd_ >= 0) && pump(drain_until) && Clock::now() < drain_until) {
   }
   if (out_fd_ >= 0) drain(out_fd_, out_);
   if (err_fd_ >= 0) drain(err_fd_, err_);
