@@ -20,6 +20,22 @@
 // kSubcommands.
 
 #include <dirent.h>
+#include <arpa/inet.h>
+#include <linux/bpf.h>
+#include <linux/io_uring.h>
+#include <linux/keyctl.h>
+#include <linux/perf_event.h>
+#include <linux/vm_sockets.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/ptrace.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/uio.h>
+#include <sys/un.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -482,6 +498,320 @@ int cmd_sleep_forever(Args) {
   for (;;) pause();
 }
 
+// ---------------------------------------------------------------- attacks
+//
+// Each makes one escape attempt and prints `ok` (it worked: the sandbox
+// failed) or `error <ERRNO>`. Calls go through syscall(2) so that the exact
+// register values reach the kernel (and the seccomp filter).
+
+// tiocsti [high]: push 'X' into the input queue of the terminal on stdin;
+// `high` sets bit 32 of the request, which the kernel ignores (the
+// CVE-2019-10063 filter bypass).
+int cmd_tiocsti(Args a) {
+  unsigned long request = TIOCSTI;
+  if (a.n > 0 && strcmp(a.v[0], "high") == 0) request |= 1UL << 32;
+  char c = 'X';
+  return report(static_cast<int>(syscall(SYS_ioctl, 0, request, &c)));
+}
+
+long try_personality(const char* arg) {
+  return syscall(SYS_personality, strtoul(arg, nullptr, 0));
+}
+
+// sys NAME [ARG]: one call that the default filter refuses, with arguments
+// that would do nothing harmful if it were allowed.
+int cmd_sys(Args a) {
+  const char* n = a.v[0];
+  long rc = -1;
+  if (strcmp(n, "keyctl") == 0) {
+    rc = syscall(SYS_keyctl, KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 0);
+  } else if (strcmp(n, "add_key") == 0) {
+    rc = syscall(SYS_add_key, "user", "nsrun-probe", "x", 1, KEY_SPEC_PROCESS_KEYRING);
+  } else if (strcmp(n, "request_key") == 0) {
+    rc = syscall(SYS_request_key, "user", "nsrun-probe-absent", nullptr, 0);
+  } else if (strcmp(n, "bpf") == 0) {
+    union bpf_attr attr;
+    memset(&attr, 0, sizeof attr);
+    attr.map_type = BPF_MAP_TYPE_ARRAY;
+    attr.key_size = 4;
+    attr.value_size = 4;
+    attr.max_entries = 1;
+    rc = syscall(SYS_bpf, BPF_MAP_CREATE, &attr, sizeof attr);
+  } else if (strcmp(n, "perf_event_open") == 0) {
+    perf_event_attr attr;
+    memset(&attr, 0, sizeof attr);
+    attr.size = sizeof attr;
+    attr.type = PERF_TYPE_SOFTWARE;
+    attr.config = PERF_COUNT_SW_TASK_CLOCK;
+    attr.exclude_kernel = 1;
+    rc = syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0);
+  } else if (strcmp(n, "userfaultfd") == 0) {
+    rc = syscall(SYS_userfaultfd, O_CLOEXEC | 1 /* UFFD_USER_MODE_ONLY */);
+  } else if (strcmp(n, "io_uring_setup") == 0) {
+    io_uring_params params;
+    memset(&params, 0, sizeof params);
+    rc = syscall(SYS_io_uring_setup, 1, &params);
+  } else if (strcmp(n, "kexec_load") == 0) {
+    rc = syscall(SYS_kexec_load, 0, 0, nullptr, 0);
+  } else if (strcmp(n, "init_module") == 0) {
+    rc = syscall(SYS_init_module, nullptr, 0, "");
+  } else if (strcmp(n, "acct") == 0) {
+    rc = syscall(SYS_acct, nullptr);
+  } else if (strcmp(n, "swapoff") == 0) {
+    rc = syscall(SYS_swapoff, "/nonexistent-nsrun-swap");
+  } else if (strcmp(n, "open_by_handle_at") == 0) {
+    struct {
+      file_handle h;
+      unsigned char bytes[8];
+    } handle;
+    memset(&handle, 0, sizeof handle);
+    handle.h.handle_bytes = 8;
+    rc = syscall(SYS_open_by_handle_at, AT_FDCWD, &handle.h, O_RDONLY);
+  } else if (strcmp(n, "quotactl") == 0) {
+    rc = syscall(SYS_quotactl, 0, nullptr, 0, nullptr);
+  } else if (strcmp(n, "personality") == 0) {
+    rc = try_personality(a.n > 1 ? a.v[1] : "0x0040000");
+    if (rc >= 0) syscall(SYS_personality, rc);  // restore
+  } else if (strcmp(n, "clone3") == 0) {
+    rc = syscall(SYS_clone3, nullptr, 0);
+  } else if (strcmp(n, "unshare-user") == 0) {
+    rc = syscall(SYS_unshare, CLONE_NEWUSER);
+  } else if (strcmp(n, "clone-user") == 0) {
+    rc = syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0);
+    if (rc == 0) _exit(0);
+    if (rc > 0) waitpid(static_cast<pid_t>(rc), nullptr, 0);
+  } else {
+    fprintf(stderr, "nsrun-probe: sys: unknown call '%s'\n", n);
+    return kExitUsage;
+  }
+  return report(rc < 0 ? -1 : 0);
+}
+
+int cmd_socket(Args a) {
+  int family = -1;
+  if (strcmp(a.v[0], "unix") == 0) family = AF_UNIX;
+  if (strcmp(a.v[0], "inet") == 0) family = AF_INET;
+  if (strcmp(a.v[0], "inet6") == 0) family = AF_INET6;
+  if (strcmp(a.v[0], "packet") == 0) family = AF_PACKET;
+  if (strcmp(a.v[0], "vsock") == 0) family = AF_VSOCK;
+  if (family < 0) return kExitUsage;
+  int type = family == AF_PACKET ? SOCK_DGRAM : SOCK_STREAM;
+  return report(static_cast<int>(syscall(SYS_socket, family, type | SOCK_CLOEXEC, 0)));
+}
+
+int cmd_mknod_block(Args a) { return report(mknod(a.v[0], S_IFBLK | 0600, makedev(8, 0))); }
+
+// open-write PATH: open for writing without creating or truncating: success
+// alone is the escape (nothing is written).
+int cmd_open_write(Args a) {
+  int fd = open(a.v[0], O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return refused(errno);
+  close(fd);
+  print_line("ok");
+  return kExitOk;
+}
+
+int cmd_mount_tmpfs(Args a) { return report(mount("tmpfs", a.v[0], "tmpfs", 0, nullptr)); }
+int cmd_remount_rw(Args a) { return report(mount(nullptr, a.v[0], nullptr, MS_REMOUNT | MS_BIND, nullptr)); }
+int cmd_umount(Args a) { return report(umount2(a.v[0], MNT_DETACH)); }
+int cmd_pivot_root(Args a) { return report(static_cast<int>(syscall(SYS_pivot_root, a.v[0], a.v[1]))); }
+
+// open-tree-move SRC DST: clone the tree at SRC and attach it on DST with
+// the new mount API; prints the first failure.
+int cmd_open_tree_move(Args a) {
+  long fd = syscall(SYS_open_tree, AT_FDCWD, a.v[0], 1 /* OPEN_TREE_CLONE */ | O_CLOEXEC);
+  if (fd < 0) {
+    Line().word("open_tree").word("error").word(errno_name(errno)).print();
+    return kExitRefused;
+  }
+  long rc = syscall(SYS_move_mount, fd, "", AT_FDCWD, a.v[1], 4 /* MOVE_MOUNT_F_EMPTY_PATH */);
+  if (rc < 0) {
+    Line().word("move_mount").word("error").word(errno_name(errno)).print();
+    return kExitRefused;
+  }
+  print_line("ok");
+  return kExitOk;
+}
+
+bool write_text(const char* path, const char* text) {
+  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  ssize_t n = write(fd, text, strlen(text));
+  int err = errno;
+  close(fd);
+  errno = err;
+  return n == static_cast<ssize_t>(strlen(text));
+}
+
+// nested-userns ACTION PATH FILE: a user namespace of our own (root inside,
+// every capability over a new mount namespace), then ACTION on PATH, then a
+// write of PATH/FILE. Prints each step: `unshare error EPERM`, or e.g.
+// `unshare ok remount-rw error EPERM write error EROFS`.
+int cmd_nested_userns(Args a) {
+  Line line;
+  uid_t uid = getuid();
+  gid_t gid = getgid();
+  if (syscall(SYS_unshare, CLONE_NEWUSER | CLONE_NEWNS) != 0) {
+    line.word("unshare").word("error").word(errno_name(errno)).print();
+    return kExitRefused;
+  }
+  line.word("unshare").word("ok");
+  char map[64];
+  snprintf(map, sizeof map, "0 %u 1", static_cast<unsigned>(uid));
+  write_text("/proc/self/uid_map", map);
+  write_text("/proc/self/setgroups", "deny");
+  snprintf(map, sizeof map, "0 %u 1", static_cast<unsigned>(gid));
+  write_text("/proc/self/gid_map", map);
+  const char* action = a.v[0];
+  int rc;
+  if (strcmp(action, "remount-rw") == 0) {
+    rc = mount(nullptr, a.v[1], nullptr, MS_REMOUNT | MS_BIND, nullptr);
+  } else if (strcmp(action, "mount-over") == 0) {
+    rc = mount("tmpfs", a.v[1], "tmpfs", 0, nullptr);
+  } else if (strcmp(action, "umount") == 0) {
+    rc = umount2(a.v[1], MNT_DETACH);
+  } else {
+    return kExitUsage;
+  }
+  line.word(action);
+  if (rc == 0) line.word("ok");
+  else line.word("error").word(errno_name(errno));
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", a.v[1], a.v[2]);
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  line.word("write");
+  if (fd >= 0) {
+    close(fd);
+    line.word("ok");
+  } else {
+    line.word("error").word(errno_name(errno));
+  }
+  line.print();
+  return kExitOk;
+}
+
+int cmd_ptrace(Args a) {
+  pid_t pid = static_cast<pid_t>(strtol(a.v[0], nullptr, 10));
+  long rc = ptrace(PTRACE_SEIZE, pid, nullptr, nullptr);
+  if (rc == 0) ptrace(PTRACE_DETACH, pid, nullptr, nullptr);
+  return report(static_cast<int>(rc));
+}
+
+int cmd_kill(Args a) {
+  return report(kill(static_cast<pid_t>(strtol(a.v[0], nullptr, 10)), static_cast<int>(strtol(a.v[1], nullptr, 10))));
+}
+
+// The probe is a static, non-PIE executable: this array sits at the same
+// address in every probe process, so another probe's copy can be read at
+// our own address.
+const char g_vm_marker[] = "nsrun-probe-vm-marker";
+
+int cmd_vm_read(Args a) {
+  pid_t pid = static_cast<pid_t>(strtol(a.v[0], nullptr, 10));
+  char buf[sizeof g_vm_marker] = {};
+  iovec local{buf, sizeof buf};
+  iovec remote{const_cast<char*>(g_vm_marker), sizeof g_vm_marker};
+  ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+  if (n < 0) return refused(errno);
+  print_line(memcmp(buf, g_vm_marker, sizeof buf) == 0 ? "ok" : "ok-other-bytes");
+  return kExitOk;
+}
+
+// fd-escape FD NAME: use an inherited directory descriptor to create NAME
+// in that directory. Prints `fstat error EBADF` when the fd is not there.
+int cmd_fd_escape(Args a) {
+  int fd = static_cast<int>(strtol(a.v[0], nullptr, 10));
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    Line().word("fstat").word("error").word(errno_name(errno)).print();
+    return kExitRefused;
+  }
+  int out = openat(fd, a.v[1], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (out < 0) {
+    Line().word("openat").word("error").word(errno_name(errno)).print();
+    return kExitRefused;
+  }
+  close(out);
+  print_line("ok");
+  return kExitOk;
+}
+
+int cmd_connect_abstract(Args a) {
+  int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (s < 0) return refused(errno);
+  sockaddr_un addr;
+  memset(&addr, 0, sizeof addr);
+  addr.sun_family = AF_UNIX;
+  size_t len = strlen(a.v[0]);
+  if (len + 1 > sizeof addr.sun_path) return kExitUsage;
+  memcpy(addr.sun_path + 1, a.v[0], len);  // sun_path[0] = 0: abstract
+  socklen_t alen = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + len);
+  return report(connect(s, reinterpret_cast<sockaddr*>(&addr), alen));
+}
+
+int connect_loopback(int port) {
+  int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (s < 0) return -1;
+  sockaddr_in addr;
+  memset(&addr, 0, sizeof addr);
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return connect(s, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+}
+
+int cmd_connect_tcp(Args a) { return report(connect_loopback(static_cast<int>(strtol(a.v[0], nullptr, 10)))); }
+
+// tcp-self: listen on 127.0.0.1 and connect to it: is loopback usable?
+int cmd_tcp_self(Args) {
+  int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (s < 0) return refused(errno);
+  sockaddr_in addr;
+  memset(&addr, 0, sizeof addr);
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (bind(s, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || listen(s, 1) != 0) return refused(errno);
+  socklen_t len = sizeof addr;
+  if (getsockname(s, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return refused(errno);
+  return report(connect_loopback(ntohs(addr.sin_port)));
+}
+
+void on_segv(int) {
+  // IA-32 emulation is off: `int 0x80` raises #GP, delivered as SIGSEGV.
+  const char msg[] = "error no-ia32-emulation\n";
+  write_all(STDOUT_FILENO, msg, sizeof msg - 1);
+  _exit(kExitRefused);
+}
+
+// i386-getpid: the i386 getpid (20) through `int 0x80` from this 64-bit
+// process: a filter that checks only native numbers would miss it.
+int cmd_i386_getpid(Args) {
+  signal(SIGSEGV, on_segv);
+  long eax = 20;
+  // int 0x80 clobbers r8-r11 on return to a 64-bit process.
+  asm volatile("int $0x80" : "+a"(eax) : : "memory", "r8", "r9", "r10", "r11", "cc");
+  if (eax < 0 && eax > -4096) return refused(static_cast<int>(-eax));
+  Line().word("ok").number(eax).print();
+  return kExitOk;
+}
+
+// x32-getpid: getpid with the x32 bit (0x40000000) set in the number.
+int cmd_x32_getpid(Args) {
+  long rc = syscall(0x40000000L | SYS_getpid);
+  if (rc < 0) return refused(errno);
+  Line().word("ok").number(rc).print();
+  return kExitOk;
+}
+
+// creds: real and effective ids, e.g. `uid=1000 euid=1000 gid=1000 egid=1000`.
+int cmd_creds(Args) {
+  char buf[128];
+  snprintf(buf, sizeof buf, "uid=%u euid=%u gid=%u egid=%u", static_cast<unsigned>(getuid()),
+           static_cast<unsigned>(geteuid()), static_cast<unsigned>(getgid()), static_cast<unsigned>(getegid()));
+  print_line(buf);
+  return kExitOk;
+}
+
 // ---------------------------------------------------------------- dispatch
 
 struct Subcommand {
@@ -513,6 +843,28 @@ constexpr Subcommand kSubcommands[] = {
     {"getenv", "NAME", 1, 1, cmd_getenv},
     {"trap-term", "MARKFILE", 1, 1, cmd_trap_term},
     {"sleep-forever", "[TOKEN...]", 0, -1, cmd_sleep_forever},
+    // Attacks (tests/integration/escape_test.cpp): one attempt each.
+    {"tiocsti", "[high]", 0, 1, cmd_tiocsti},
+    {"sys", "NAME [ARG]", 1, 2, cmd_sys},
+    {"socket", "unix|inet|inet6|packet|vsock", 1, 1, cmd_socket},
+    {"mknod-block", "PATH", 1, 1, cmd_mknod_block},
+    {"open-write", "PATH", 1, 1, cmd_open_write},
+    {"mount-tmpfs", "PATH", 1, 1, cmd_mount_tmpfs},
+    {"remount-rw", "PATH", 1, 1, cmd_remount_rw},
+    {"umount", "PATH", 1, 1, cmd_umount},
+    {"pivot-root", "NEW OLD", 2, 2, cmd_pivot_root},
+    {"open-tree-move", "SRC DST", 2, 2, cmd_open_tree_move},
+    {"nested-userns", "remount-rw|mount-over|umount PATH FILE", 3, 3, cmd_nested_userns},
+    {"ptrace", "PID", 1, 1, cmd_ptrace},
+    {"kill", "PID SIG", 2, 2, cmd_kill},
+    {"vm-read", "PID", 1, 1, cmd_vm_read},
+    {"fd-escape", "FD NAME", 2, 2, cmd_fd_escape},
+    {"connect-abstract", "NAME", 1, 1, cmd_connect_abstract},
+    {"connect-tcp", "PORT", 1, 1, cmd_connect_tcp},
+    {"tcp-self", "", 0, 0, cmd_tcp_self},
+    {"i386-getpid", "", 0, 0, cmd_i386_getpid},
+    {"x32-getpid", "", 0, 0, cmd_x32_getpid},
+    {"creds", "", 0, 0, cmd_creds},
 };
 
 void print_usage() {

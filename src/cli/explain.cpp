@@ -22,6 +22,10 @@ Result<std::string> explain(const Policy& policy) {
   if (!policy.host_backend.empty()) out += fmt::format("host backend: {}\n", policy.host_backend);
   out += describe(prepared->plan);
   out += "capabilities: all dropped; no_new_privs\n";
+  out += fmt::format("seccomp: {}\n", describe_filter(filter_spec(policy, FilterRung::namespaces), prepared->seccomp));
+  out += fmt::format("network: {}\n", policy.network == Network::none
+                                           ? "none (a new network namespace with only lo up, 127.0.0.1)"
+                                           : "share (the host's network)");
   std::string names;
   for (const auto& e : prepared->env) names += fmt::format(" {}", e.substr(0, e.find('=')));
   out += fmt::format("environment:{}\n", names.empty() ? " (empty)" : names);

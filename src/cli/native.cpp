@@ -58,6 +58,13 @@ Handler add_env(EnvOp::Kind kind) {
   };
 }
 
+Handler share_namespace(bool Namespaces::*member) {
+  return [member](Policy& p, Args) -> Result<void> {
+    p.ns.*member = false;
+    return {};
+  };
+}
+
 Result<int> parse_fd(std::string_view option, const std::string& text) {
   int fd = -1;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), fd);
@@ -119,6 +126,36 @@ const std::vector<Option>& options() {
          auto fd = parse_fd("--report-fd", a[0]);
          if (!fd) return fail(fd.error());
          p.report_fd = *fd;
+         return {};
+       }},
+      // Hardening (docs/hardening.md).
+      {"--network", 1, "MODE", "share (default) or none (own network namespace, only lo)",
+       set_enum(&Policy::network, parse_network, "--network", "share or none")},
+      {"--seccomp", 1, "MODE", "default (the built-in filter), none, or log (log instead of refusing)",
+       set_enum(&Policy::seccomp, parse_seccomp_mode, "--seccomp", "default, none or log")},
+      {"--seccomp-log", 0, "", "same as --seccomp log",
+       [](Policy& p, Args) -> Result<void> {
+         p.seccomp = SeccompMode::log;
+         return {};
+       }},
+      {"--allow-nested-userns", 0, "", "let the command make user namespaces of its own",
+       [](Policy& p, Args) -> Result<void> {
+         p.allow_nested_userns = true;
+         return {};
+       }},
+      {"--share-ipc", 0, "", "keep the host's IPC namespace", share_namespace(&Namespaces::ipc)},
+      {"--share-uts", 0, "", "keep the host's UTS namespace (and hostname)", share_namespace(&Namespaces::uts)},
+      {"--share-cgroup", 0, "", "keep the host's cgroup namespace", share_namespace(&Namespaces::cgroup)},
+      {"--env-allow", 1, "GLOB", "keep only variables matching GLOB (repeatable)", add_env(EnvOp::Kind::allow)},
+      {"--env-deny", 1, "GLOB", "remove variables matching GLOB (repeatable)", add_env(EnvOp::Kind::deny)},
+      {"--new-session", 0, "", "always setsid (default: only when stdin is not a terminal)",
+       [](Policy& p, Args) -> Result<void> {
+         p.new_session = true;
+         return {};
+       }},
+      {"--no-new-session", 0, "", "never setsid (TIOCSTI stays refused by the filter)",
+       [](Policy& p, Args) -> Result<void> {
+         p.new_session = false;
          return {};
        }},
       {"--pass-fd", 1, "FD", "keep FD open for the command (repeatable)",

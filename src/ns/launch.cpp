@@ -15,6 +15,7 @@
 #include "mount/executor.hpp"
 #include "ns/channel.hpp"
 #include "ns/credentials.hpp"
+#include "ns/net.hpp"
 #include "ns/reaper.hpp"
 #include "ns/userns.hpp"
 #include "policy/env.hpp"
@@ -126,6 +127,10 @@ void arm_die_with_parent(int channel) {
   if (!p.plan.hostname.empty() && ::sethostname(p.plan.hostname.data(), p.plan.hostname.size()) != 0)
     die(channel, sys_error("sethostname", p.plan.hostname));
   p.timeline.mark("id-maps");
+  if ((p.plan.clone_flags & CLONE_NEWNET) != 0) {
+    if (auto r = bring_up_loopback(); !r) die(channel, r.error());
+    p.timeline.mark("loopback");
+  }
   if (auto r = build_root(p.plan.mounts, p.timeline); !r) die(channel, r.error());
 
   if (!p.plan.reaper) start_command(channel, p, original_mask);
@@ -221,6 +226,10 @@ Result<Prepared> prepare(const Policy& policy) {
   auto plan = make_plan(policy, host);
   if (!plan) return fail(plan.error());
   p.plan = std::move(*plan);
+  // A cgroup namespace where the kernel has one (CONFIG_CGROUPS): asking
+  // for it elsewhere would fail the clone for no confinement gained.
+  if ((p.plan.clone_flags & CLONE_NEWCGROUP) != 0 && ::access("/proc/self/ns/cgroup", F_OK) != 0)
+    p.plan.clone_flags &= ~static_cast<uint64_t>(CLONE_NEWCGROUP);
   p.env = resolve_env(policy, current_environment());
   p.argv = policy.argv;
   p.exec_paths = exec_candidates(policy.argv.front(), env_lookup(p.env, "PATH"));

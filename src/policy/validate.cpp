@@ -78,7 +78,10 @@ Result<void> validate(const Policy& p, bool need_command) {
     if (auto r = absolute("--chdir", p.chdir); !r) return r;
 
   for (const auto& e : p.env) {
-    if (e.name.empty()) return fail(usage_error(fmt::format("--{}env", name(e.kind)), "empty variable name"));
+    const std::string env_option = e.kind == EnvOp::Kind::allow  ? "--env-allow"
+                                   : e.kind == EnvOp::Kind::deny ? "--env-deny"
+                                                                 : fmt::format("--{}env", name(e.kind));
+    if (e.name.empty()) return fail(usage_error(env_option, "empty variable name"));
     if ((e.kind == EnvOp::Kind::set || e.kind == EnvOp::Kind::unset) &&
         e.name.find('=') != std::string::npos)
       return fail(usage_error(fmt::format("--{}env", name(e.kind)), fmt::format("'{}' is not a variable name", e.name)));

@@ -1,0 +1,126 @@
+#include "seccomp/rules.hpp"
+
+#include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+
+namespace nsrun {
+
+namespace {
+
+constexpr uint64_t low32 = 0xffffffffULL;
+
+// `int` / `unsigned int` arguments: the kernel truncates the register to 32
+// bits, so only those bits may decide. Comparing all 64 is the
+// CVE-2019-10063 mistake: TIOCSTI | 1 << 32 passed such a filter and still
+// reached the kernel as TIOCSTI.
+ArgMatch low32_equals(unsigned index, uint64_t value) { return ArgMatch{index, low32, value, false}; }
+
+ArgMatch has_bits(unsigned index, uint64_t bits) { return ArgMatch{index, bits, bits, false}; }
+
+void add(std::vector<Rule>& rules, std::string_view syscall, std::string_view reason, int err = EPERM,
+         std::optional<ArgMatch> arg = std::nullopt) {
+  rules.push_back(Rule{syscall, err, arg, reason});
+}
+
+// personality(2) is allowed with PER_LINUX (0) and the query 0xffffffff
+// only: other personas turn off address-space randomisation
+// (ADDR_NO_RANDOMIZE) or make every readable mapping executable
+// (READ_IMPLIES_EXEC). libseccomp accepts one comparison per argument in a
+// rule, so "not 0 and not 0xffffffff" is written as an OR of single tests:
+// any bit above 31 set, or two low bits that differ (bit 0 against bit i).
+void add_personality(std::vector<Rule>& rules) {
+  constexpr std::string_view why = "personality other than PER_LINUX: ASLR off, READ_IMPLIES_EXEC";
+  rules.push_back(Rule{"personality", EPERM, ArgMatch{0, 0, low32, true}, why});
+  const uint64_t high = ~low32;
+  for (unsigned i = 1; i < 32; ++i) {
+    const uint64_t pair = 1ULL | (1ULL << i);
+    rules.push_back(Rule{"personality", EPERM, ArgMatch{0, high | pair, 1ULL << i, false}, why});
+    rules.push_back(Rule{"personality", EPERM, ArgMatch{0, high | pair, 1ULL, false}, why});
+  }
+}
+
+}  // namespace
+
+FilterSpec filter_spec(const Policy& policy, FilterRung rung) {
+  FilterSpec spec;
+  if (policy.seccomp == SeccompMode::none) return spec;
+  spec.enabled = true;
+  spec.log = policy.seccomp == SeccompMode::log;
+  auto& r = spec.rules;
+
+  // Keystroke injection into the terminal the command shares with its
+  // caller: TIOCSTI pushes bytes into the input queue, TIOCLINUX (subcode
+  // 2/3) pastes the console selection. Either runs commands as the caller
+  // once the sandbox exits.
+  add(r, "ioctl", "TIOCSTI: inject keystrokes into the caller's terminal", EPERM, low32_equals(1, TIOCSTI));
+  add(r, "ioctl", "TIOCLINUX: paste into the caller's console", EPERM, low32_equals(1, TIOCLINUX));
+
+  // io_uring performs opens, connects and socket calls from kernel workers
+  // that this filter never sees; a long list of kernel CVEs besides.
+  for (auto name : {"io_uring_setup", "io_uring_enter", "io_uring_register"})
+    add(r, name, "io_uring: operations that bypass seccomp");
+
+  // Kernel keyrings are not namespaced by the user namespace: the session
+  // and user keyrings of the caller would be reachable.
+  for (auto name : {"keyctl", "add_key", "request_key"}) add(r, name, "keyrings are not namespaced");
+
+  add(r, "bpf", "eBPF: a large kernel attack surface, not needed by commands");
+  add(r, "perf_event_open", "perf events: kernel attack surface and side channels");
+  add(r, "userfaultfd", "userfaultfd: turns kernel races into reliable exploits");
+
+  for (auto name : {"kexec_load", "kexec_file_load"}) add(r, name, "kexec: replaces the running kernel");
+  for (auto name : {"init_module", "finit_module", "delete_module"}) add(r, name, "kernel modules");
+  add(r, "acct", "process accounting writes to a host file");
+  for (auto name : {"swapon", "swapoff"}) add(r, name, "swap is host-wide");
+  add(r, "reboot", "reboot is host-wide (or ends the PID namespace)");
+  add(r, "open_by_handle_at", "file handles bypass the mount tree (the 2014 Docker escape)");
+  for (auto name : {"quotactl", "quotactl_fd"}) add(r, name, "quotas are host-wide");
+
+  // The sandbox's mount tree is final at exec: a new mount namespace
+  // (through a nested user namespace) could otherwise rearrange it, and
+  // every mount interface is kernel attack surface.
+  for (auto name : {"mount", "umount2", "pivot_root", "move_mount", "open_tree", "fsopen", "fsmount",
+                    "fsconfig", "fspick", "mount_setattr"})
+    add(r, name, "the mount tree is fixed before exec");
+
+  add_personality(r);
+
+  add(r, "socket", "AF_VSOCK reaches the hypervisor and other guests, outside any network namespace", EPERM,
+      low32_equals(0, AF_VSOCK));
+
+  if (!policy.allow_nested_userns) {
+    // A nested user namespace gives back every capability (over its own
+    // namespaces) and with them the kernel code paths that only
+    // CAP_SYS_ADMIN reaches: the usual first step of a kernel exploit.
+    add(r, "unshare", "nested user namespace", EPERM, has_bits(0, CLONE_NEWUSER));
+    add(r, "clone", "nested user namespace", EPERM, has_bits(0, CLONE_NEWUSER));
+    // clone3 passes its flags in memory, out of the filter's reach: ENOSYS
+    // makes libc fall back to clone, whose flags are checked above.
+    add(r, "clone3", "flags in memory cannot be checked; libc falls back to clone", ENOSYS);
+  }
+
+  if (policy.network == Network::none && rung == FilterRung::landlock) {
+    // Without a network namespace, "no network" means no socket of a family
+    // that reaches one; unix sockets stay (Landlock scopes abstract ones).
+    for (int family : {AF_INET, AF_INET6, AF_PACKET})
+      add(r, "socket", "--network none without a network namespace", EPERM, low32_equals(0, family));
+  }
+  return spec;
+}
+
+std::optional<int> decide(const FilterSpec& spec, std::string_view syscall, const std::array<uint64_t, 6>& args) {
+  if (!spec.enabled) return std::nullopt;
+  for (const Rule& rule : spec.rules) {
+    if (rule.syscall != syscall) continue;
+    if (!rule.arg) return rule.err;
+    const uint64_t a = args[rule.arg->index];
+    const bool hit = rule.arg->greater ? a > rule.arg->value : (a & rule.arg->mask) == rule.arg->value;
+    if (hit) return rule.err;
+  }
+  return std::nullopt;
+}
+
+}  // namespace nsrun

@@ -1,0 +1,62 @@
+// The default seccomp filter as data: which system calls are refused, on
+// which arguments, with which errno, and why. Building the table makes no
+// system call and needs no libseccomp, so it is unit-tested on its own;
+// filter.cpp turns it into BPF.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "policy/policy.hpp"
+
+namespace nsrun {
+
+// Which rung will load the filter: the Landlock rung has no network
+// namespace, so `--network none` must be enforced by the filter there.
+enum class FilterRung { namespaces, landlock };
+
+// One argument test: (arg[index] & mask) == value, on the full 64 bits.
+// A mask of 0xffffffff compares the low 32 bits only, which is what the
+// kernel itself looks at for `unsigned int` / `int` arguments.
+struct ArgMatch {
+  unsigned index = 0;
+  uint64_t mask = ~uint64_t{0};
+  uint64_t value = 0;
+  bool greater = false;  // instead: arg[index] > value (unmasked)
+
+  bool operator==(const ArgMatch&) const = default;
+};
+
+// A refused call: `syscall` (by its x86_64 / native name) matching `arg`
+// (always, when unset) fails with `err` instead of running.
+struct Rule {
+  std::string_view syscall;
+  int err = 1;  // EPERM
+  std::optional<ArgMatch> arg;
+  std::string_view reason;
+
+  bool operator==(const Rule&) const = default;
+};
+
+struct FilterSpec {
+  bool enabled = false;  // false: no program at all (--seccomp none)
+  bool log = false;      // log matches instead of refusing them (--seccomp log)
+  // Calls of another ABI (i386, x32 on x86_64) get this errno: the rules
+  // name native system calls only, so another ABI would walk around them.
+  int foreign_abi_err = 1;
+  std::vector<Rule> rules;
+};
+
+FilterSpec filter_spec(const Policy& policy, FilterRung rung);
+
+// What the filter decides for one native call, evaluated from the table
+// (not from BPF): the errno, or nullopt when the call is allowed. For tests
+// and for `nsrun explain`; log mode still answers with the errno that
+// would have been given.
+std::optional<int> decide(const FilterSpec& spec, std::string_view syscall,
+                          const std::array<uint64_t, 6>& args);
+
+}  // namespace nsrun
