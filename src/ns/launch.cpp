@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 
 #include <fmt/format.h>
@@ -16,9 +17,11 @@
 #include "ns/channel.hpp"
 #include "ns/credentials.hpp"
 #include "ns/reaper.hpp"
+#include "ns/status.hpp"
 #include "ns/userns.hpp"
 #include "policy/env.hpp"
 #include "probe/report.hpp"
+#include "seccomp/user_programs.hpp"
 #include "sys/flags.hpp"
 #include "sys/syscalls.hpp"
 
@@ -67,6 +70,19 @@ Result<void> enter_directory(const LaunchPlan& plan) {
   return {};
 }
 
+// Closes every fd above 2 except the held ones (lock fds).
+void close_all_but(const std::vector<Fd>& held) {
+  std::vector<int> keep;
+  for (const auto& fd : held) keep.push_back(fd.get());
+  std::sort(keep.begin(), keep.end());
+  unsigned from = 3;
+  for (int fd : keep) {
+    if (static_cast<unsigned>(fd) > from) ::close_range(from, static_cast<unsigned>(fd) - 1, 0);
+    from = static_cast<unsigned>(fd) + 1;
+  }
+  ::close_range(from, ~0U, 0);
+}
+
 // execvp semantics with our own PATH (glibc's execvpe reads the caller's
 // environment, not the one given).
 [[noreturn]] void exec_command(int channel, Prepared& p) {
@@ -96,6 +112,11 @@ Result<void> enter_directory(const LaunchPlan& plan) {
   p.timeline.mark("credentials");
   // Last: from here on the command's own restrictions apply to us too.
   if (auto r = load_filter(p.seccomp); !r) die(channel, r.error());
+  for (const auto& program : p.extra_seccomp)
+    if (auto r = load_filter(program); !r) die(channel, r.error());
+  // The check tries for real: if it succeeds, the command never runs.
+  if (p.assert_userns_disabled && ::unshare(CLONE_NEWUSER) == 0)
+    die(channel, Error{"assert-userns-disabled", 0, {}, "creating a user namespace still works"});
   p.timeline.mark("seccomp");
   send_timeline(channel, p.timeline.encode());
   exec_command(channel, p);
@@ -114,6 +135,8 @@ void arm_die_with_parent(int channel) {
   p.timeline.mark("clone");
   if (p.die_with_parent) arm_die_with_parent(channel);
   if (auto r = write_id_maps(p.plan); !r) die(channel, r.error());
+  if (p.userns_block_fd >= 0)
+    if (auto r = wait_on_fd(p.userns_block_fd, "userns-block-fd"); !r) die(channel, r.error());
   // Not dumpable: the command, same uid, must not reach PID 1 through
   // /proc/1/{exe,root,fd,mem}. Only after the id maps: a non-dumpable
   // process's /proc/self files belong to root, and an unprivileged caller
@@ -123,6 +146,11 @@ void arm_die_with_parent(int channel) {
     die(channel, sys_error("sethostname", p.plan.hostname));
   p.timeline.mark("id-maps");
   if (auto r = build_root(p.plan.mounts, p.timeline); !r) die(channel, r.error());
+  // Held by this process (PID 1 when there is a reaper) for the sandbox's life.
+  auto locks = take_locks(p.lock_files);
+  if (!locks) die(channel, locks.error());
+  if (p.block_fd >= 0)
+    if (auto r = wait_on_fd(p.block_fd, "block-fd"); !r) die(channel, r.error());
 
   if (!p.plan.reaper) start_command(channel, p, original_mask);
 
@@ -132,7 +160,7 @@ void arm_die_with_parent(int channel) {
   if (command == 0) start_command(channel, p, original_mask);
 
   ::close(channel);
-  ::close_range(3, ~0U, 0);
+  close_all_but(*locks);
   (void)drop_capabilities({});
   (void)set_no_new_privs();
   (void)load_filter(p.seccomp);
@@ -183,6 +211,23 @@ LaunchOutcome run_namespaces(Prepared& p) {
   }
   channel->child.reset();
 
+  // Written as soon as the namespaces exist: a caller may need the pid to
+  // act before the sandbox goes on (--userns-block-fd, --block-fd).
+  if (p.info_fd >= 0 || p.json_status_fd >= 0) {
+    const NamespaceIds ids = namespace_ids(child, p.plan.clone_flags);
+    Result<void> w;
+    if (p.info_fd >= 0) w = write_status(p.info_fd, start_status(child, ids, true), "info-fd");
+    if (w && p.json_status_fd >= 0) w = write_status(p.json_status_fd, start_status(child, ids, false), "json-status-fd");
+    if (p.info_fd >= 0) ::close(p.info_fd);
+    if (!w) {
+      ::kill(child, SIGKILL);
+      ::waitpid(child, nullptr, 0);
+      sigprocmask(SIG_SETMASK, &original_mask, nullptr);
+      out.error = w.error();
+      return out;
+    }
+  }
+
   auto received = receive_until_eof(channel->parent.get());
   out.timeline = p.timeline;
   if (received) out.timeline.merge(received->timeline);
@@ -200,6 +245,10 @@ LaunchOutcome run_namespaces(Prepared& p) {
   out.timeline.mark("exec");
   out.command_started = true;
   out.exit_code = wait_forwarding(child);
+  if (p.json_status_fd >= 0) {
+    (void)write_status(p.json_status_fd, exit_status_line(out.exit_code), "json-status-fd");
+    ::close(p.json_status_fd);
+  }
   return out;
 }
 
@@ -236,6 +285,20 @@ Result<Prepared> prepare(const Policy& policy) {
   auto filter = compile_filter(policy);
   if (!filter) return fail(filter.error());
   p.seccomp = std::move(*filter);
+  if (policy.disable_userns) {
+    auto no_userns = compile_no_userns_filter();
+    if (!no_userns) return fail(no_userns.error());
+    p.extra_seccomp.push_back(std::move(*no_userns));
+  }
+  auto programs = read_user_programs(policy.seccomp_fds);
+  if (!programs) return fail(programs.error());
+  for (auto& program : *programs) p.extra_seccomp.push_back(std::move(program));
+  p.assert_userns_disabled = policy.assert_userns_disabled;
+  p.info_fd = policy.info_fd.value_or(-1);
+  p.json_status_fd = policy.json_status_fd.value_or(-1);
+  p.block_fd = policy.block_fd.value_or(-1);
+  p.userns_block_fd = policy.userns_block_fd.value_or(-1);
+  p.lock_files = policy.lock_files;
   if (policy.new_session) p.new_session = *policy.new_session ? 1 : 0;
   p.die_with_parent = policy.die_with_parent;
   p.timeline.mark("prepare");
@@ -243,6 +306,13 @@ Result<Prepared> prepare(const Policy& policy) {
 }
 
 int run(const Policy& policy) {
+  return run(policy, [](const Error& e) {
+    print_error(e);
+    return e.exit_code();
+  });
+}
+
+int run(const Policy& policy, const ErrorReporter& report_error) {
   LaunchReport report;
   report.mode = policy.mode;
   report.host_backend = policy.host_backend;
@@ -250,7 +320,7 @@ int run(const Policy& policy) {
   auto finish = [&](int code, const std::optional<Error>& error) {
     report.exit_code = code;
     report.error = error;
-    if (error) print_error(*error);
+    if (error) code = report_error(*error);
     if (auto r = write_report(policy, report); !r) {
       print_error(r.error());
       if (code == 0) code = 125;
