@@ -223,9 +223,13 @@ class Parser {
     return m;
   }
 
+  // An operation that takes no --perms leaves a pending one pending, which
+  // the parse loop then refuses.
   void push(MountOp m, bool takes_perms = false) {
-    if (takes_perms) m.perms = perms_;
-    perms_.reset();
+    if (takes_perms) {
+      m.perms = perms_;
+      perms_.reset();
+    }
     inv_.policy.mounts.push_back(std::move(m));
   }
 
