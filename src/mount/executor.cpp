@@ -206,13 +206,34 @@ class RootBuilder {
     return {};
   }
 
+  // An inherited fd names a mount of the caller's mount namespace, which
+  // open_tree cannot clone from here (EINVAL). Its path is looked up again
+  // inside the host's root as seen from this namespace, and accepted only
+  // when it is the very same inode.
+  Result<Fd> same_in_this_namespace(int fd) {
+    const std::string label = std::to_string(fd);
+    struct stat want{};
+    if (::fstat(fd, &want) != 0) return fail(sys_error("bind fd", label));
+    char target[4096];
+    const ssize_t n = ::readlink(fmt::format("/oldroot/proc/self/fd/{}", fd).c_str(), target, sizeof target - 1);
+    if (n <= 0 || target[0] != '/') return fail(Error{"bind fd", EBADF, label, "no path for the fd"});
+    const std::string path(target, static_cast<std::size_t>(n));
+    auto found = open_in_root(host_.get(), path);
+    if (!found) return fail(Error{"bind fd", found.error().err, label, path});
+    struct stat got{};
+    if (::fstat(found->get(), &got) != 0 || got.st_dev != want.st_dev || got.st_ino != want.st_ino)
+      return fail(Error{"bind fd", EXDEV, label, fmt::format("{} is no longer the directory given", path)});
+    return found;
+  }
+
   Result<void> bind(const MountStep& s) {
     // Host sources resolve inside the host's root: an absolute symlink on the
     // host means what it means there.
     Fd src;
     if (s.source_fd >= 0) {
-      src.reset(::fcntl(s.source_fd, F_DUPFD_CLOEXEC, 3));
-      if (!src) return fail(sys_error("bind fd", std::to_string(s.source_fd)));
+      auto found = same_in_this_namespace(s.source_fd);
+      if (!found) return fail(found.error());
+      src = std::move(*found);
     } else {
       src = open_in_root(s.source_in_root ? root_.get() : host_.get(), s.source).value_or(Fd());
     }

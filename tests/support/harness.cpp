@@ -270,7 +270,9 @@ bool Process::pump(Clock::time_point until) {
         }
       }
     }
-  } else if (wait_ms > 0) {
+  } else if (wait_ms > 0 && !exit_code_) {
+    // Nothing to watch but waitpid; once the exit is known there is nothing
+    // to wait for at all (sleeping here cost every run its whole timeout).
     std::this_thread::sleep_for(Millis(wait_ms));  // nothing to watch but waitpid
   }
   if (!exit_code_) {
