@@ -134,6 +134,20 @@ void arm_die_with_parent(int channel) {
 [[noreturn]] void sandbox_child(int channel, Prepared& p, const sigset_t& original_mask) {
   p.timeline.mark("clone");
   if (p.die_with_parent) arm_die_with_parent(channel);
+  // Written by the child, first thing: only it may read its own namespace
+  // links once it is not dumpable, and the host's procfs (still mounted
+  // here) names it by its pid in the caller's PID namespace. A caller may
+  // need the pid before the sandbox goes on (--userns-block-fd).
+  if (p.info_fd >= 0 || p.json_status_fd >= 0) {
+    const pid_t outside = own_pid_outside();
+    const NamespaceIds ids = namespace_ids("self", p.plan.clone_flags);
+    if (p.info_fd >= 0)
+      if (auto r = write_status(p.info_fd, start_status(outside, ids, true), "info-fd"); !r) die(channel, r.error());
+    if (p.json_status_fd >= 0)
+      if (auto r = write_status(p.json_status_fd, start_status(outside, ids, false), "json-status-fd"); !r)
+        die(channel, r.error());
+    if (p.info_fd >= 0) ::close(p.info_fd);
+  }
   if (auto r = write_id_maps(p.plan); !r) die(channel, r.error());
   if (p.userns_block_fd >= 0)
     if (auto r = wait_on_fd(p.userns_block_fd, "userns-block-fd"); !r) die(channel, r.error());
@@ -210,23 +224,6 @@ LaunchOutcome run_namespaces(Prepared& p) {
     sandbox_child(channel->child.get(), p, original_mask);
   }
   channel->child.reset();
-
-  // Written as soon as the namespaces exist: a caller may need the pid to
-  // act before the sandbox goes on (--userns-block-fd, --block-fd).
-  if (p.info_fd >= 0 || p.json_status_fd >= 0) {
-    const NamespaceIds ids = namespace_ids(child, p.plan.clone_flags);
-    Result<void> w;
-    if (p.info_fd >= 0) w = write_status(p.info_fd, start_status(child, ids, true), "info-fd");
-    if (w && p.json_status_fd >= 0) w = write_status(p.json_status_fd, start_status(child, ids, false), "json-status-fd");
-    if (p.info_fd >= 0) ::close(p.info_fd);
-    if (!w) {
-      ::kill(child, SIGKILL);
-      ::waitpid(child, nullptr, 0);
-      sigprocmask(SIG_SETMASK, &original_mask, nullptr);
-      out.error = w.error();
-      return out;
-    }
-  }
 
   auto received = receive_until_eof(channel->parent.get());
   out.timeline = p.timeline;

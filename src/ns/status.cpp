@@ -6,12 +6,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 
 #include <fmt/format.h>
 
 namespace nsrun {
 
-NamespaceIds namespace_ids(pid_t pid, uint64_t clone_flags) {
+NamespaceIds namespace_ids(std::string_view who, uint64_t clone_flags) {
   static constexpr std::pair<uint64_t, const char*> kinds[] = {
       {CLONE_NEWCGROUP, "cgroup"}, {CLONE_NEWIPC, "ipc"}, {CLONE_NEWNS, "mnt"},
       {CLONE_NEWNET, "net"},       {CLONE_NEWPID, "pid"}, {CLONE_NEWUTS, "uts"},
@@ -20,10 +21,17 @@ NamespaceIds namespace_ids(pid_t pid, uint64_t clone_flags) {
   for (const auto& [flag, ns] : kinds) {
     if ((clone_flags & flag) == 0) continue;
     struct stat st{};
-    if (::stat(fmt::format("/proc/{}/ns/{}", pid, ns).c_str(), &st) != 0) continue;
+    if (::stat(fmt::format("/proc/{}/ns/{}", who, ns).c_str(), &st) != 0) continue;
     out.emplace_back(fmt::format("{}-namespace", ns), static_cast<uint64_t>(st.st_ino));
   }
   return out;
+}
+
+pid_t own_pid_outside() {
+  char buf[32];
+  const ssize_t n = ::readlink("/proc/self", buf, sizeof buf - 1);
+  if (n <= 0) return ::getpid();
+  return static_cast<pid_t>(std::strtol(std::string(buf, static_cast<std::size_t>(n)).c_str(), nullptr, 10));
 }
 
 std::string start_status(pid_t child, const NamespaceIds& ids, bool pretty) {

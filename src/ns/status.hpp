@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -19,9 +20,13 @@ namespace nsrun {
 // ("mnt-namespace"), in that name's order.
 using NamespaceIds = std::vector<std::pair<std::string, uint64_t>>;
 
-// Parent side: the inode numbers of the namespaces in `clone_flags` that
-// process `pid` is in.
-NamespaceIds namespace_ids(pid_t pid, uint64_t clone_flags);
+// The inode numbers of the namespaces in `clone_flags` that the process
+// /proc/<who> is in ("self" for the caller).
+NamespaceIds namespace_ids(std::string_view who, uint64_t clone_flags);
+
+// This process's pid as the mounted /proc sees it: in a fresh PID namespace,
+// before /proc is replaced, that is its pid in the caller's namespace.
+pid_t own_pid_outside();
 
 // One JSON object with "child-pid" and the namespace ids; `pretty` lays it
 // out over several lines (the --info-fd form), else one line (JSON lines).
