@@ -2,11 +2,13 @@
 #include <sys/auxv.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "cli/bwrap.hpp"
 #include "cli/explain.hpp"
 #include "cli/native.hpp"
 #include "ns/launch.hpp"
@@ -36,6 +38,15 @@ int main(int argc, char** argv) {
     return 125;
   }
   std::vector<std::string> args(argv + 1, argv + argc);
+  // The bwrap dialect: called as `bwrap` (a symlink), as `nsrun bwrap ...`,
+  // or explained with `nsrun explain --bwrap ...`.
+  const char* slash = argc > 0 ? std::strrchr(argv[0], '/') : nullptr;
+  const std::string_view base = argc > 0 ? (slash ? slash + 1 : argv[0]) : "";
+  if (base == "bwrap") return nsrun::bwrap_main(argv[0], args);
+  if (!args.empty() && args[0] == "bwrap")
+    return nsrun::bwrap_main("nsrun bwrap", std::span<const std::string>(args).subspan(1));
+  if (args.size() >= 2 && args[0] == "explain" && args[1] == "--bwrap")
+    return nsrun::bwrap_explain_main(std::span<const std::string>(args).subspan(2));
   auto inv = nsrun::parse_native(args, nsrun::read_caller_context());
   if (!inv) return report(inv.error());
 

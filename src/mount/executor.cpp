@@ -38,9 +38,10 @@ Result<Fd> open_in_root(int root, std::string_view path, int flags = O_PATH) {
 
 // Creates the missing part of `path` without following any symlink (the
 // CVE-2019-12439 lesson: creation must not be steerable by a planted link).
-// Intermediate directories get mode 0755; the last component is a directory
-// or, with `file`, an empty file.
-Result<Fd> create_in_root(int root, std::string_view path, bool file, uint32_t mode = 0755) {
+// Intermediate directories get `parent_mode`; the last component is a
+// directory or, with `file`, an empty file.
+Result<Fd> create_in_root(int root, std::string_view path, bool file, uint32_t mode = 0755,
+                          uint32_t parent_mode = 0755) {
   Fd dir(::fcntl(root, F_DUPFD_CLOEXEC, 3));
   if (!dir) return fail(sys_error("dup", path));
   std::string_view rest = path;
@@ -63,8 +64,15 @@ Result<Fd> create_in_root(int root, std::string_view path, bool file, uint32_t m
         int f = ::openat(dir.get(), name.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, mode);
         if (f < 0 && errno != EEXIST) return fail(sys_error("create", done));
         if (f >= 0) ::close(f);
-      } else if (::mkdirat(dir.get(), name.c_str(), last ? mode : 0755) != 0 && errno != EEXIST) {
+      } else if (::mkdirat(dir.get(), name.c_str(), last ? mode : parent_mode) != 0 && errno != EEXIST) {
         return fail(sys_error("mkdir", done));
+      } else if (!last && parent_mode != 0755) {
+        // mkdirat's mode is filtered by the umask; the rule is exact.
+        int made = sys::openat2(dir.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0, strict);
+        if (made >= 0) {
+          (void)::fchmod(made, parent_mode);
+          ::close(made);
+        }
       }
       fd = sys::openat2(dir.get(), name.c_str(), O_PATH | O_CLOEXEC | (last && file ? 0 : O_DIRECTORY), 0, strict);
     }
@@ -78,10 +86,10 @@ Result<Fd> create_in_root(int root, std::string_view path, bool file, uint32_t m
 
 // The destination of a mount: resolved in the root when it exists, created
 // (without following symlinks) when it does not.
-Result<Fd> mount_point(int root, std::string_view path, bool file) {
+Result<Fd> mount_point(int root, std::string_view path, bool file, uint32_t parent_mode = 0755) {
   auto existing = open_in_root(root, path);
   if (existing || existing.error().err != ENOENT) return existing;
-  return create_in_root(root, path, file);
+  return create_in_root(root, path, file, 0755, parent_mode);
 }
 
 Result<void> attach(int mnt, int dest, std::string_view what, std::string_view path) {
@@ -151,7 +159,7 @@ class RootBuilder {
         return set_attrs(dest->get(), s.attrs, s.dest);
       }
       case Op::mkdir: {
-        auto dir = create_in_root(root_.get(), s.dest, false, s.mode);
+        auto dir = create_in_root(root_.get(), s.dest, false, s.mode, s.parent_mode);
         if (!dir) return fail(dir.error());
         return chmod_path(s.dest, s.mode);
       }
@@ -163,6 +171,7 @@ class RootBuilder {
       case Op::symlink: return symlink(s);
       case Op::write_file: return write_file(s);
       case Op::chmod: return chmod_path(s.dest, s.mode);
+      case Op::overlay: return overlay(s);
     }
     return {};
   }
@@ -197,10 +206,37 @@ class RootBuilder {
     return {};
   }
 
+  // An inherited fd names a mount of the caller's mount namespace, which
+  // open_tree cannot clone from here (EINVAL). Its path is looked up again
+  // inside the host's root as seen from this namespace, and accepted only
+  // when it is the very same inode.
+  Result<Fd> same_in_this_namespace(int fd) {
+    const std::string label = std::to_string(fd);
+    struct stat want{};
+    if (::fstat(fd, &want) != 0) return fail(sys_error("bind fd", label));
+    char target[4096];
+    const ssize_t n = ::readlink(fmt::format("/oldroot/proc/self/fd/{}", fd).c_str(), target, sizeof target - 1);
+    if (n <= 0 || target[0] != '/') return fail(Error{"bind fd", EBADF, label, "no path for the fd"});
+    const std::string path(target, static_cast<std::size_t>(n));
+    auto found = open_in_root(host_.get(), path);
+    if (!found) return fail(Error{"bind fd", found.error().err, label, path});
+    struct stat got{};
+    if (::fstat(found->get(), &got) != 0 || got.st_dev != want.st_dev || got.st_ino != want.st_ino)
+      return fail(Error{"bind fd", EXDEV, label, fmt::format("{} is no longer the directory given", path)});
+    return found;
+  }
+
   Result<void> bind(const MountStep& s) {
     // Host sources resolve inside the host's root: an absolute symlink on the
     // host means what it means there.
-    Fd src = open_in_root(s.source_in_root ? root_.get() : host_.get(), s.source).value_or(Fd());
+    Fd src;
+    if (s.source_fd >= 0) {
+      auto found = same_in_this_namespace(s.source_fd);
+      if (!found) return fail(found.error());
+      src = std::move(*found);
+    } else {
+      src = open_in_root(s.source_in_root ? root_.get() : host_.get(), s.source).value_or(Fd());
+    }
     if (!src) {
       if (s.optional && errno == ENOENT) return {};
       return fail(sys_error("bind", s.source));
@@ -211,7 +247,7 @@ class RootBuilder {
     Fd tree(::open_tree(src.get(), "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE));
     if (!tree) return fail(sys_error("bind", s.source));
     if (auto r = set_attrs(tree.get(), s.attrs, s.dest); !r) return r;
-    auto dest = mount_point(root_.get(), s.dest, file || s.dest_is_file);
+    auto dest = mount_point(root_.get(), s.dest, file || s.dest_is_file, s.parent_mode);
     if (!dest) return fail(dest.error());
     if (auto r = attach(tree.get(), dest->get(), s.source, s.dest); !r) return r;
     return after_mount(s.dest);
@@ -220,7 +256,7 @@ class RootBuilder {
   Result<void> fresh(const MountStep& s, const char* type, const std::string& options) {
     auto mnt = new_filesystem(type, options, s.attrs, s.dest);
     if (!mnt) return fail(mnt.error());
-    auto dest = mount_point(root_.get(), s.dest, false);
+    auto dest = mount_point(root_.get(), s.dest, false, s.parent_mode);
     if (!dest) return fail(dest.error());
     if (auto r = attach(mnt->get(), dest->get(), type, s.dest); !r) return r;
     return after_mount(s.dest);
@@ -230,7 +266,7 @@ class RootBuilder {
     const std::size_t slash = s.dest.find_last_of('/');
     const std::string parent = s.dest.substr(0, slash + 1);
     const std::string name = s.dest.substr(slash + 1);
-    auto dir = create_in_root(root_.get(), parent, false);
+    auto dir = create_in_root(root_.get(), parent, false, 0755, s.parent_mode);
     if (!dir) return fail(dir.error());
     if (::symlinkat(s.source.c_str(), dir->get(), name.c_str()) == 0) return {};
     const int err = errno;
@@ -249,7 +285,8 @@ class RootBuilder {
       data_name = fmt::format("data{}", data_files_++);
       file.reset(::openat(staging_.get(), data_name.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, s.mode));
     } else {
-      auto dir = create_in_root(root_.get(), s.dest.substr(0, s.dest.find_last_of('/') + 1), false);
+      auto dir = create_in_root(root_.get(), s.dest.substr(0, s.dest.find_last_of('/') + 1), false, 0755,
+                                s.parent_mode);
       if (!dir) return fail(dir.error());
       const std::string name = s.dest.substr(s.dest.find_last_of('/') + 1);
       file.reset(::openat(dir->get(), name.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, s.mode));
@@ -262,8 +299,9 @@ class RootBuilder {
       if (n < 0) return fail(sys_error("write", s.dest));
       rest.remove_prefix(static_cast<std::size_t>(n));
     }
-    if (!via_staging) return {};
+    // The mode asked for, not the umask's version of it.
     if (::fchmod(file.get(), s.mode) != 0) return fail(sys_error("chmod", s.dest));
+    if (!via_staging) return {};
     MountStep b;
     b.op = Op::bind;
     b.dest = s.dest;
@@ -274,15 +312,60 @@ class RootBuilder {
     Fd tree(::open_tree(src.get(), "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH));
     if (!tree) return fail(sys_error("bind", s.dest));
     if (auto r = set_attrs(tree.get(), b.attrs, b.dest); !r) return r;
-    auto dest = mount_point(root_.get(), s.dest, true);
+    auto dest = mount_point(root_.get(), s.dest, true, s.parent_mode);
     if (!dest) return fail(dest.error());
     return attach(tree.get(), dest->get(), "data", s.dest);
+  }
+
+  // overlayfs takes its layers as paths. Each host directory is opened
+  // here (inside the host's root, like a bind source) and named through
+  // this process's fd links under the old root's /proc, so no host path
+  // is re-resolved by the kernel and none needs escaping.
+  Result<void> overlay(const MountStep& s) {
+    std::vector<Fd> held;
+    auto host_dir = [&](const std::string& path) -> Result<std::string> {
+      auto fd = open_in_root(host_.get(), path, O_PATH | O_DIRECTORY);
+      if (!fd) return fail(Error{"overlay source", fd.error().err, path, {}});
+      std::string name = fmt::format("/oldroot/proc/self/fd/{}", fd->get());
+      held.push_back(std::move(*fd));
+      return name;
+    };
+    std::string lower;
+    for (const auto& layer : s.layers) {
+      auto name = host_dir(layer);
+      if (!name) return fail(name.error());
+      lower += (lower.empty() ? "" : ":") + *name;
+    }
+    std::string options = fmt::format("lowerdir={}", lower);
+    if (s.private_upper) {
+      const std::string dir = fmt::format("overlay{}", overlays_++);
+      if (::mkdirat(staging_.get(), dir.c_str(), 0700) != 0) return fail(sys_error("mkdir", "staging/" + dir));
+      auto upper_fs = new_filesystem("tmpfs", "mode=755", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, s.dest);
+      if (!upper_fs) return fail(upper_fs.error());
+      Fd at(::openat(staging_.get(), dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+      if (!at) return fail(sys_error("open", "staging/" + dir));
+      if (auto r = attach(upper_fs->get(), at.get(), "tmpfs", s.dest); !r) return r;
+      for (const char* sub : {"upper", "work"}) {
+        const std::string path = fmt::format("{}/{}", dir, sub);
+        if (::mkdirat(staging_.get(), path.c_str(), 0755) != 0) return fail(sys_error("mkdir", "staging/" + path));
+      }
+      options += fmt::format(",upperdir=/{0}/upper,workdir=/{0}/work", dir);
+    } else if (!s.source.empty()) {
+      auto upper = host_dir(s.source);
+      if (!upper) return fail(upper.error());
+      auto work = host_dir(s.workdir);
+      if (!work) return fail(work.error());
+      options += fmt::format(",upperdir={},workdir={}", *upper, *work);
+    }
+    if (!s.options.empty()) options += "," + s.options;
+    return fresh(s, "overlay", options);
   }
 
   Fd staging_;
   Fd host_;  // the host's root, at /oldroot of the staging area
   Fd root_;
   unsigned data_files_ = 0;
+  unsigned overlays_ = 0;
 };
 
 // The staging area: a tmpfs over an existing host directory, visible only

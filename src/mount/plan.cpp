@@ -93,16 +93,44 @@ void expand_dev(std::vector<MountStep>& out, const std::string& dest) {
   out.push_back(tmpfs(join(dest, "shm"), 01777, attr::nosuid | attr::nodev));
 }
 
-void expand(std::vector<MountStep>& out, const MountOp& m, ProcMode proc, const std::string& tmp_dest) {
+// Least privilege for created parents: a parent of something whose mode
+// shuts out group or others shuts them out too (bwrap's documented rule).
+uint32_t parent_mode_for(std::optional<uint32_t> perms) {
+  uint32_t mode = 0755;
+  if (perms && (*perms & 0070) == 0) mode &= ~0050U;
+  if (perms && (*perms & 0007) == 0) mode &= ~0005U;
+  return mode;
+}
+
+void expand_one(std::vector<MountStep>& out, const MountOp& m, ProcMode proc, const std::string& tmp_dest,
+                bool user_ns) {
   const uint32_t mode = m.perms.value_or(0755);
   switch (m.kind) {
     case K::bind:
     case K::ro_bind:
     case K::dev_bind: {
-      uint64_t attrs = m.kind == K::dev_bind ? 0 : attr::nosuid | attr::nodev;
+      // Device nodes stay usable on a dev-bind, setuid bits never do.
+      uint64_t attrs = m.kind == K::dev_bind ? attr::nosuid : attr::nosuid | attr::nodev;
       if (m.kind == K::ro_bind) attrs |= attr::rdonly;
       MountStep s = bind(m.source, m.dest, attrs);
       s.optional = m.optional;
+      if (m.source_fd) s.source_fd = *m.source_fd;
+      out.push_back(std::move(s));
+      break;
+    }
+    case K::overlay:
+    case K::tmp_overlay:
+    case K::ro_overlay: {
+      MountStep s = step(Op::overlay, m.dest);
+      s.layers = m.layers;
+      s.attrs = attr::nosuid | attr::nodev | (m.kind == K::ro_overlay ? attr::rdonly : 0);
+      if (m.kind == K::overlay) {
+        s.source = m.source;
+        s.workdir = m.workdir;
+      }
+      s.private_upper = m.kind == K::tmp_overlay;
+      // In a user namespace overlayfs keeps its metadata in user.* xattrs.
+      if (user_ns) s.options = "userxattr";
       out.push_back(std::move(s));
       break;
     }
@@ -157,6 +185,14 @@ void expand(std::vector<MountStep>& out, const MountOp& m, ProcMode proc, const 
   }
 }
 
+void expand(std::vector<MountStep>& out, const MountOp& m, ProcMode proc, const std::string& tmp_dest,
+            bool user_ns) {
+  const std::size_t first = out.size();
+  expand_one(out, m, proc, tmp_dest, user_ns);
+  const uint32_t parents = parent_mode_for(m.perms);
+  for (std::size_t i = first; i < out.size(); ++i) out[i].parent_mode = parents;
+}
+
 }  // namespace
 
 Result<LaunchPlan> make_plan(const Policy& p, const HostFacts& host) {
@@ -176,7 +212,7 @@ Result<LaunchPlan> make_plan(const Policy& p, const HostFacts& host) {
   if (p.ns.uts) plan.hostname = p.hostname;
 
   plan.proc = resolve_proc_mode(p.proc, p.host_backend);
-  for (const MountOp& m : effective_mounts(p)) expand(plan.mounts, m, plan.proc, "/tmp");
+  for (const MountOp& m : effective_mounts(p)) expand(plan.mounts, m, plan.proc, "/tmp", p.ns.user);
 
   plan.reaper = p.ns.pid && !p.as_pid_1;
   plan.chdir_required = !p.chdir.empty();
@@ -191,6 +227,7 @@ std::string describe(const MountStep& s) {
   };
   switch (s.op) {
     case Op::bind:
+      if (s.source_fd >= 0) return with_attrs(fmt::format("bind fd {} -> {}", s.source_fd, s.dest));
       return with_attrs(fmt::format("bind {}{} -> {}{}", s.source_in_root ? "(new root) " : "", s.source, s.dest,
                                     s.optional ? " (if present)" : ""));
     case Op::tmpfs:
@@ -207,6 +244,12 @@ std::string describe(const MountStep& s) {
       return with_attrs(fmt::format("{} {} ({} bytes) mode={:04o}", s.source.empty() ? "file" : "bind-data",
                                     s.dest, s.data.size(), s.mode));
     case Op::chmod: return fmt::format("chmod {} {:04o}", s.dest, s.mode);
+    case Op::overlay: {
+      std::string upper = s.private_upper ? " upper=(private tmpfs)"
+                          : s.source.empty() ? std::string()
+                                             : fmt::format(" upper={} work={}", s.source, s.workdir);
+      return with_attrs(fmt::format("overlay {} lower={}{}", s.dest, fmt::join(s.layers, ":"), upper));
+    }
   }
   return "?";
 }

@@ -35,6 +35,7 @@ struct MountStep {
     symlink,     // create symlink `dest` -> `source`
     write_file,  // create file `dest` holding `data`
     chmod,       // chmod `dest` to `mode`
+    overlay,     // overlayfs on `dest`: `layers` (uppermost first), upper `source`, `workdir`
   };
   Op op = Op::bind;
   std::string source;              // host path, or for `source_in_root` a path in the new root
@@ -47,6 +48,11 @@ struct MountStep {
   uint64_t size = 0;               // tmpfs size in bytes, 0: the kernel's default
   std::string options;             // extra filesystem options (devpts, proc)
   std::string data;                // for write_file
+  int source_fd = -1;              // bind: an inherited fd to clone instead of `source`
+  uint32_t parent_mode = 0755;     // for missing parent directories of `dest`
+  std::vector<std::string> layers; // overlay: host directories, uppermost first
+  std::string workdir;             // overlay: host work directory beside the upper `source`
+  bool private_upper = false;      // overlay: upper and work on a private tmpfs (writes vanish)
 
   bool operator==(const MountStep&) const = default;
 };

@@ -27,7 +27,21 @@ Result<std::vector<cap_value_t>> parse_capabilities(const std::vector<std::strin
   return out;
 }
 
-Result<void> drop_capabilities(const std::vector<cap_value_t>& keep) {
+Result<void> drop_capabilities(const std::vector<cap_value_t>& wanted) {
+  // Only what this process holds can be kept ("ALL" means all of those):
+  // asking the kernel for more is refused outright.
+  std::vector<cap_value_t> keep;
+  if (!wanted.empty()) {
+    cap_t current = cap_get_proc();
+    if (current == nullptr) return fail(sys_error("read capabilities"));
+    for (cap_value_t c : wanted) {
+      cap_flag_value_t v = CAP_CLEAR;
+      if (cap_get_flag(current, c, CAP_PERMITTED, &v) == 0 && v == CAP_SET && CAP_IS_SUPPORTED(c) &&
+          std::find(keep.begin(), keep.end(), c) == keep.end())
+        keep.push_back(c);
+    }
+    cap_free(current);
+  }
   auto kept = [&](cap_value_t c) { return std::find(keep.begin(), keep.end(), c) != keep.end(); };
   // The bounding set must be emptied while CAP_SETPCAP is still effective;
   // it is what keeps a later execve of a setuid or file-capability binary

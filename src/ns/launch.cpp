@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 
 #include <fmt/format.h>
@@ -17,9 +18,11 @@
 #include "ns/credentials.hpp"
 #include "ns/net.hpp"
 #include "ns/reaper.hpp"
+#include "ns/status.hpp"
 #include "ns/userns.hpp"
 #include "policy/env.hpp"
 #include "probe/report.hpp"
+#include "seccomp/user_programs.hpp"
 #include "sys/flags.hpp"
 #include "sys/syscalls.hpp"
 
@@ -68,6 +71,19 @@ Result<void> enter_directory(const LaunchPlan& plan) {
   return {};
 }
 
+// Closes every fd above 2 except the held ones (lock fds).
+void close_all_but(const std::vector<Fd>& held) {
+  std::vector<int> keep;
+  for (const auto& fd : held) keep.push_back(fd.get());
+  std::sort(keep.begin(), keep.end());
+  unsigned from = 3;
+  for (int fd : keep) {
+    if (static_cast<unsigned>(fd) > from) ::close_range(from, static_cast<unsigned>(fd) - 1, 0);
+    from = static_cast<unsigned>(fd) + 1;
+  }
+  ::close_range(from, ~0U, 0);
+}
+
 // execvp semantics with our own PATH (glibc's execvpe reads the caller's
 // environment, not the one given). Returns only on failure.
 Error try_exec(Prepared& p) {
@@ -101,6 +117,11 @@ Error try_exec(Prepared& p) {
   p.timeline.mark("credentials");
   // Last: from here on the command's own restrictions apply to us too.
   if (auto r = load_filter(p.seccomp); !r) die(channel, r.error());
+  for (const auto& program : p.extra_seccomp)
+    if (auto r = load_filter(program); !r) die(channel, r.error());
+  // The check tries for real: if it succeeds, the command never runs.
+  if (p.assert_userns_disabled && ::unshare(CLONE_NEWUSER) == 0)
+    die(channel, Error{"assert-userns-disabled", 0, {}, "creating a user namespace still works"});
   p.timeline.mark("seccomp");
   send_timeline(channel, p.timeline.encode());
   die(channel, try_exec(p));
@@ -118,7 +139,23 @@ void arm_die_with_parent(int channel) {
 [[noreturn]] void sandbox_child(int channel, Prepared& p, const sigset_t& original_mask) {
   p.timeline.mark("clone");
   if (p.die_with_parent) arm_die_with_parent(channel);
+  // Written by the child, first thing: only it may read its own namespace
+  // links once it is not dumpable, and the host's procfs (still mounted
+  // here) names it by its pid in the caller's PID namespace. A caller may
+  // need the pid before the sandbox goes on (--userns-block-fd).
+  if (p.info_fd >= 0 || p.json_status_fd >= 0) {
+    const pid_t outside = own_pid_outside();
+    const NamespaceIds ids = namespace_ids("self", p.plan.clone_flags);
+    if (p.info_fd >= 0)
+      if (auto r = write_status(p.info_fd, start_status(outside, ids, true), "info-fd"); !r) die(channel, r.error());
+    if (p.json_status_fd >= 0)
+      if (auto r = write_status(p.json_status_fd, start_status(outside, ids, false), "json-status-fd"); !r)
+        die(channel, r.error());
+    if (p.info_fd >= 0) ::close(p.info_fd);
+  }
   if (auto r = write_id_maps(p.plan); !r) die(channel, r.error());
+  if (p.userns_block_fd >= 0)
+    if (auto r = wait_on_fd(p.userns_block_fd, "userns-block-fd"); !r) die(channel, r.error());
   // Not dumpable: the command, same uid, must not reach PID 1 through
   // /proc/1/{exe,root,fd,mem}. Only after the id maps: a non-dumpable
   // process's /proc/self files belong to root, and an unprivileged caller
@@ -132,6 +169,11 @@ void arm_die_with_parent(int channel) {
     p.timeline.mark("loopback");
   }
   if (auto r = build_root(p.plan.mounts, p.timeline); !r) die(channel, r.error());
+  // Held by this process (PID 1 when there is a reaper) for the sandbox's life.
+  auto locks = take_locks(p.lock_files);
+  if (!locks) die(channel, locks.error());
+  if (p.block_fd >= 0)
+    if (auto r = wait_on_fd(p.block_fd, "block-fd"); !r) die(channel, r.error());
 
   if (!p.plan.reaper) start_command(channel, p, original_mask);
 
@@ -141,7 +183,7 @@ void arm_die_with_parent(int channel) {
   if (command == 0) start_command(channel, p, original_mask);
 
   ::close(channel);
-  ::close_range(3, ~0U, 0);
+  close_all_but(*locks);
   (void)drop_capabilities({});
   (void)set_no_new_privs();
   (void)load_filter(p.seccomp);
@@ -201,6 +243,10 @@ LaunchOutcome run_namespaces(Prepared& p) {
   out.timeline.mark("exec");
   out.command_started = true;
   out.exit_code = wait_forwarding(child);
+  if (p.json_status_fd >= 0) {
+    (void)write_status(p.json_status_fd, exit_status_line(out.exit_code), "json-status-fd");
+    ::close(p.json_status_fd);
+  }
   return out;
 }
 
@@ -241,6 +287,20 @@ Result<Prepared> prepare(const Policy& policy) {
   auto filter = compile_filter(policy);
   if (!filter) return fail(filter.error());
   p.seccomp = std::move(*filter);
+  if (policy.disable_userns) {
+    auto no_userns = compile_no_userns_filter();
+    if (!no_userns) return fail(no_userns.error());
+    p.extra_seccomp.push_back(std::move(*no_userns));
+  }
+  auto programs = read_user_programs(policy.seccomp_fds);
+  if (!programs) return fail(programs.error());
+  for (auto& program : *programs) p.extra_seccomp.push_back(std::move(program));
+  p.assert_userns_disabled = policy.assert_userns_disabled;
+  p.info_fd = policy.info_fd.value_or(-1);
+  p.json_status_fd = policy.json_status_fd.value_or(-1);
+  p.block_fd = policy.block_fd.value_or(-1);
+  p.userns_block_fd = policy.userns_block_fd.value_or(-1);
+  p.lock_files = policy.lock_files;
   if (policy.new_session) p.new_session = *policy.new_session ? 1 : 0;
   p.die_with_parent = policy.die_with_parent;
   p.timeline.mark("prepare");
@@ -248,6 +308,13 @@ Result<Prepared> prepare(const Policy& policy) {
 }
 
 int run(const Policy& policy) {
+  return run(policy, [](const Error& e) {
+    print_error(e);
+    return e.exit_code();
+  });
+}
+
+int run(const Policy& policy, const ErrorReporter& report_error) {
   LaunchReport report;
   report.mode = policy.mode;
   report.host_backend = policy.host_backend;
@@ -255,7 +322,7 @@ int run(const Policy& policy) {
   auto finish = [&](int code, const std::optional<Error>& error) {
     report.exit_code = code;
     report.error = error;
-    if (error) print_error(*error);
+    if (error) code = report_error(*error);
     if (auto r = write_report(policy, report); !r) {
       print_error(r.error());
       if (code == 0) code = 125;

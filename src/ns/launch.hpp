@@ -3,6 +3,7 @@
 // executes named steps, and any failure reaches the parent whole.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,6 +27,13 @@ struct Prepared {
   int new_session = -1;                    // -1: when stdin is not a terminal
   bool die_with_parent = true;
   BpfProgram seccomp;                      // compiled; loaded last, before exec
+  std::vector<BpfProgram> extra_seccomp;   // the no-userns filter, then the caller's, after `seccomp`
+  bool assert_userns_disabled = false;
+  int info_fd = -1;                        // status fds, -1: none
+  int json_status_fd = -1;
+  int block_fd = -1;
+  int userns_block_fd = -1;
+  std::vector<std::string> lock_files;
   Timeline timeline;                       // started before prepare()
 };
 
@@ -44,6 +52,12 @@ LaunchOutcome run_namespaces(Prepared& prepared);
 // Runs the command; returns nsrun's exit status (the command's, or 125, 126,
 // 127 for nsrun's own failures, with the message already printed).
 int run(const Policy& policy);
+
+// Shows one of nsrun's own failures and returns the exit status it gives.
+// A front end with other conventions (bwrap's messages, exit 1) passes its
+// own; the launch does not know which front end it serves.
+using ErrorReporter = std::function<int(const Error&)>;
+int run(const Policy& policy, const ErrorReporter& report_error);
 
 // The candidate paths execvp would try for `name` under `path_var`.
 std::vector<std::string> exec_candidates(const std::string& name, const char* path_var);

@@ -35,7 +35,7 @@ constexpr Names<SeccompMode, 3> seccomp_names{{
     {SeccompMode::none, "none"},
     {SeccompMode::log, "log"},
 }};
-constexpr Names<MountOp::Kind, 15> mount_kind_names{{
+constexpr Names<MountOp::Kind, 18> mount_kind_names{{
     {MountOp::Kind::bind, "bind"},
     {MountOp::Kind::ro_bind, "ro-bind"},
     {MountOp::Kind::dev_bind, "dev-bind"},
@@ -51,6 +51,9 @@ constexpr Names<MountOp::Kind, 15> mount_kind_names{{
     {MountOp::Kind::ro_bind_data, "ro-bind-data"},
     {MountOp::Kind::remount_ro, "remount-ro"},
     {MountOp::Kind::chmod, "chmod"},
+    {MountOp::Kind::overlay, "overlay"},
+    {MountOp::Kind::tmp_overlay, "tmp-overlay"},
+    {MountOp::Kind::ro_overlay, "ro-overlay"},
 }};
 constexpr Names<EnvOp::Kind, 4> env_kind_names{{
     {EnvOp::Kind::set, "set"},

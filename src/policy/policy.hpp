@@ -38,6 +38,9 @@ struct MountOp {
     ro_bind_data,// a file holding `data`, bound read-only
     remount_ro,  // make dest (recursively) read-only
     chmod,       // change the mode of dest to `perms`
+    overlay,     // overlayfs on dest: `layers` below, `source` the writable upper dir, `workdir` beside it
+    tmp_overlay, // overlayfs on dest: `layers` below, writes go to a private tmpfs
+    ro_overlay,  // read-only overlayfs on dest from `layers`
   };
   Kind kind = Kind::bind;
   std::string source;
@@ -46,6 +49,9 @@ struct MountOp {
   std::optional<uint32_t> perms;       // mode for created files, dirs and tmpfs roots
   std::optional<uint64_t> size;        // tmpfs size in bytes
   std::string data;                    // contents for file / *_data kinds
+  std::optional<int> source_fd;        // binds: an open fd (O_PATH or directory) instead of `source`
+  std::vector<std::string> layers;     // overlays: host directories, uppermost first
+  std::string workdir;                 // overlay: the work directory beside the upper one
 
   bool operator==(const MountOp&) const = default;
 };
@@ -107,6 +113,15 @@ struct Policy {
   bool die_with_parent = true;
   std::optional<bool> new_session;     // unset: only when stdin is not a terminal
   std::vector<int> pass_fds;           // fds above 2 kept open for the command
+
+  // Coordination with the caller (bwrap's status and blocking fds).
+  std::optional<int> info_fd;          // one JSON object: child pid, namespace inodes
+  std::optional<int> json_status_fd;   // JSON lines: the same at start, then the exit code
+  std::optional<int> block_fd;         // the sandbox waits for a byte (or EOF) here before exec
+  std::optional<int> userns_block_fd;  // the same, right after the id maps are written
+  std::vector<std::string> lock_files; // paths inside, read-locked while the sandbox runs
+  bool disable_userns = false;         // the command may not create user namespaces
+  bool assert_userns_disabled = false; // refuse to exec if it still could
 
   std::string report_path;             // --report PATH
   std::optional<int> report_fd;        // --report-fd N

@@ -62,10 +62,20 @@ Result<void> validate(const Policy& p, bool need_command) {
   for (const auto& m : p.mounts) {
     const std::string option = option_of(m.kind);
     if (auto r = absolute(option, m.dest); !r) return r;
-    if (binds(m.kind) && !m.optional)
+    if (binds(m.kind) && !m.optional && !m.source_fd)
       if (auto r = existing(option, m.source); !r) return r;
     if (binds(m.kind) && m.optional)
       if (auto r = absolute(option, m.source); !r) return r;
+    if (m.kind == MountOp::Kind::overlay || m.kind == MountOp::Kind::tmp_overlay ||
+        m.kind == MountOp::Kind::ro_overlay) {
+      if (m.layers.empty()) return fail(bad(option, m.dest, "no lower layer"));
+      for (const auto& layer : m.layers)
+        if (auto r = existing(option, layer); !r) return r;
+      if (m.kind == MountOp::Kind::overlay) {
+        if (auto r = existing(option, m.source); !r) return r;
+        if (auto r = existing(option, m.workdir); !r) return r;
+      }
+    }
     if (m.kind == MountOp::Kind::symlink && m.source.empty())
       return fail(bad(option, m.dest, "empty symlink target"));
     if (m.kind == MountOp::Kind::chmod && !m.perms)

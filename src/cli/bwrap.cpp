@@ -1,0 +1,765 @@
+#include "cli/bwrap.hpp"
+
+#include <fcntl.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bitset>
+#include <cerrno>
+#include <charconv>
+#include <climits>
+#include <csignal>
+#include <cstring>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "cli/explain.hpp"
+#include "ns/credentials.hpp"
+#include "ns/launch.hpp"
+#include "policy/validate.hpp"
+
+namespace nsrun {
+
+namespace {
+
+// A failure in bwrap's words: message() gives "<text>" or "<text>: <strerror>".
+Error said(std::string text, int err = 0) {
+  Error e{std::move(text), err, {}, {}, ErrorKind::usage};
+  return e;
+}
+
+// One row of --help: the option, its arguments, what it does (our words).
+struct HelpRow {
+  std::string_view option;
+  std::string_view help;
+};
+
+constexpr HelpRow help_rows[] = {
+    {"--help", "Show this text and exit"},
+    {"--version", "Show the version and exit"},
+    {"--args FD", "Read more arguments, separated by NUL bytes, from FD"},
+    {"--argv0 VALUE", "Give the command VALUE as its argv[0]"},
+    {"--level-prefix", "Start each diagnostic line with a syslog level such as <3>"},
+    {"--unshare-all", "Make every namespace below (user and cgroup only where possible)"},
+    {"--share-net", "Keep the caller's network namespace despite an earlier --unshare-all"},
+    {"--unshare-user", "Make a user namespace (implied when not run by root)"},
+    {"--unshare-user-try", "Make a user namespace if the kernel can"},
+    {"--unshare-ipc", "Make an IPC namespace"},
+    {"--unshare-pid", "Make a PID namespace"},
+    {"--unshare-net", "Make a network namespace (only loopback inside)"},
+    {"--unshare-uts", "Make a UTS namespace (hostname)"},
+    {"--unshare-cgroup", "Make a cgroup namespace"},
+    {"--unshare-cgroup-try", "Make a cgroup namespace if the kernel can"},
+    {"--userns FD", "Enter the user namespace FD instead of making one (not supported by nsrun)"},
+    {"--userns2 FD", "Enter the user namespace FD after set-up (not supported by nsrun)"},
+    {"--disable-userns", "Keep the command from making user namespaces"},
+    {"--assert-userns-disabled", "Refuse to run unless making user namespaces already fails"},
+    {"--pidns FD", "Use the PID namespace FD (not supported by nsrun)"},
+    {"--uid UID", "The uid inside (needs a user namespace)"},
+    {"--gid GID", "The gid inside (needs a user namespace)"},
+    {"--hostname NAME", "The hostname inside (needs --unshare-uts)"},
+    {"--chdir DIR", "Working directory of the command"},
+    {"--clearenv", "Start from an empty environment (PWD is still set)"},
+    {"--setenv VAR VALUE", "Set VAR to VALUE"},
+    {"--unsetenv VAR", "Remove VAR"},
+    {"--lock-file DEST", "Hold a read lock on DEST (inside) while the sandbox runs"},
+    {"--sync-fd FD", "Keep FD open as long as the sandbox runs"},
+    {"--bind SRC DEST", "Bind the host path SRC on DEST, writable"},
+    {"--bind-try SRC DEST", "Like --bind; skipped when SRC does not exist"},
+    {"--dev-bind SRC DEST", "Like --bind, device nodes usable"},
+    {"--dev-bind-try SRC DEST", "Like --dev-bind; skipped when SRC does not exist"},
+    {"--ro-bind SRC DEST", "Bind the host path SRC on DEST, read-only"},
+    {"--ro-bind-try SRC DEST", "Like --ro-bind; skipped when SRC does not exist"},
+    {"--bind-fd FD DEST", "Bind the directory open as FD on DEST"},
+    {"--ro-bind-fd FD DEST", "Bind the directory open as FD on DEST, read-only"},
+    {"--remount-ro DEST", "Make the mount at DEST read-only"},
+    {"--overlay-src SRC", "A lower layer for the next overlay (first given is lowest)"},
+    {"--overlay RWSRC WORKDIR DEST", "overlayfs on DEST, writes going to RWSRC (WORKDIR: empty, same fs)"},
+    {"--tmp-overlay DEST", "overlayfs on DEST, writes going to a private tmpfs"},
+    {"--ro-overlay DEST", "Read-only overlayfs on DEST"},
+    {"--exec-label LABEL", "SELinux exec label (refused: nsrun cannot apply labels)"},
+    {"--file-label LABEL", "SELinux file label (refused: nsrun cannot apply labels)"},
+    {"--proc DEST", "A fresh procfs on DEST"},
+    {"--dev DEST", "A minimal /dev on DEST"},
+    {"--tmpfs DEST", "An empty tmpfs on DEST"},
+    {"--mqueue DEST", "A POSIX message queue filesystem on DEST"},
+    {"--dir DEST", "Create the directory DEST"},
+    {"--file FD DEST", "Create the file DEST holding what FD gives"},
+    {"--bind-data FD DEST", "Bind a file holding what FD gives on DEST"},
+    {"--ro-bind-data FD DEST", "Bind a file holding what FD gives on DEST, read-only"},
+    {"--symlink SRC DEST", "Create the symlink DEST pointing at SRC"},
+    {"--seccomp FD", "Load the compiled seccomp program read from FD (the last one given)"},
+    {"--add-seccomp-fd FD", "Load the compiled seccomp program read from FD (repeatable)"},
+    {"--block-fd FD", "Before running the command, wait for data (or EOF) on FD"},
+    {"--userns-block-fd FD", "After the id maps are written, wait for data (or EOF) on FD"},
+    {"--info-fd FD", "Write the child pid and namespace ids to FD as JSON"},
+    {"--json-status-fd FD", "Write JSON lines to FD: the child pid, later the exit code"},
+    {"--new-session", "Run the command in a new session (setsid)"},
+    {"--die-with-parent", "Kill the sandbox when the caller of nsrun dies"},
+    {"--as-pid-1", "The command is PID 1 itself (needs --unshare-pid)"},
+    {"--cap-add CAP", "Keep CAP (or ALL) inside"},
+    {"--cap-drop CAP", "Drop CAP (or ALL) inside"},
+    {"--perms OCTAL", "Mode for the next --tmpfs, --dir, --file, --bind-data, --ro-bind-data"},
+    {"--size BYTES", "Size of the next --tmpfs"},
+    {"--chmod OCTAL PATH", "Change the mode of PATH, which must exist"},
+};
+
+std::optional<int> parse_number(std::string_view text, int base = 10) {
+  long long v = 0;
+  if (text.empty()) return std::nullopt;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v, base);
+  if (ec != std::errc() || end != text.data() + text.size() || v < 0 || v > INT_MAX) return std::nullopt;
+  return static_cast<int>(v);
+}
+
+std::string absolute_from(std::string_view base, const std::string& path) {
+  if (!path.empty() && path.front() == '/') return path;
+  if (base.empty() || base == "/") return "/" + path;
+  return fmt::format("{}/{}", base, path);
+}
+
+// bwrap's capability sets, applied in command-line order.
+using CapSet = std::bitset<64>;
+
+Result<CapSet> cap_bits(const std::string& name) {
+  CapSet out;
+  std::string upper = name;
+  std::transform(upper.begin(), upper.end(), upper.begin(), [](unsigned char c) { return std::toupper(c); });
+  if (upper == "ALL") return out.set();
+  auto caps = parse_capabilities({name});
+  if (!caps) return fail(said(fmt::format("unknown cap: {}", name)));
+  for (int c : *caps) out.set(static_cast<std::size_t>(c));
+  return out;
+}
+
+class Parser {
+ public:
+  Parser(const BwrapContext& ctx) : ctx_(ctx) {}
+
+  Result<BwrapInvocation> parse(std::vector<std::string> args) {
+    args_ = std::move(args);
+    Policy& p = inv_.policy;
+    // bwrap's defaults, not nsrun's: only the mount namespace unless asked,
+    // the caller's list of mounts and nothing else, no default filter.
+    p.preset = false;
+    p.ns = Namespaces{false, false, true, false, false, false, false};
+    p.hostname.clear();
+    p.proc = ProcMode::fresh;
+    p.seccomp = SeccompMode::none;
+    p.allow_nested_userns = true;
+    p.new_session = false;
+    p.workspace = ctx_.cwd;
+
+    while (i_ < args_.size()) {
+      const std::string arg = args_[i_++];
+      if (arg == "--") break;
+      if (arg.empty() || arg.front() != '-') {
+        --i_;
+        break;
+      }
+      const bool modifier = arg == "--perms" || arg == "--size";
+      if (auto r = option(arg); !r) return fail(r.error());
+      if (inv_.action != BwrapInvocation::Action::run) return inv_;
+      if (!modifier && perms_) return fail(said("--perms must be followed by an option that creates a file"));
+      if (!modifier && size_) return fail(said("--size must be followed by --tmpfs"));
+      if (arg != "--overlay-src" && !overlay_src_.empty())
+        return fail(said(fmt::format("--overlay-src must be followed by another --overlay-src or by "
+                                     "--overlay, --tmp-overlay or --ro-overlay, not {}", arg)));
+    }
+    if (!overlay_src_.empty())
+      return fail(said("--overlay-src must be followed by --overlay, --tmp-overlay or --ro-overlay"));
+    p.argv.assign(args_.begin() + static_cast<std::ptrdiff_t>(i_), args_.end());
+    if (p.argv.empty()) {
+      inv_.action = BwrapInvocation::Action::help;
+      usage_failure_ = true;
+      return fail(said("usage"));
+    }
+    if (auto r = finish(); !r) return fail(r.error());
+    return inv_;
+  }
+
+  bool usage_failure() const { return usage_failure_; }
+
+ private:
+  Result<std::vector<std::string>> take(const std::string& opt, int n) {
+    if (i_ + static_cast<std::size_t>(n) > args_.size()) {
+      static constexpr const char* counts[] = {"", "an argument", "two arguments", "three arguments"};
+      return fail(said(fmt::format("{} takes {}", opt, counts[n])));
+    }
+    std::vector<std::string> out(args_.begin() + static_cast<std::ptrdiff_t>(i_),
+                                 args_.begin() + static_cast<std::ptrdiff_t>(i_ + n));
+    i_ += static_cast<std::size_t>(n);
+    return out;
+  }
+
+  Result<int> fd(const std::string& text) {
+    auto v = parse_number(text);
+    if (!v) return fail(said(fmt::format("Invalid fd: {}", text)));
+    return *v;
+  }
+
+  Result<int> open_fd(const std::string& text) {
+    auto v = fd(text);
+    if (!v) return v;
+    if (ctx_.fd_open && !ctx_.fd_open(*v)) return fail(said(fmt::format("Invalid fd: {}", text)));
+    return v;
+  }
+
+  Result<std::string> fd_data(const std::string& text) {
+    auto v = fd(text);
+    if (!v) return fail(v.error());
+    if (!ctx_.read_fd) return fail(said(fmt::format("Can't read from fd {}", *v), EBADF));
+    auto data = ctx_.read_fd(*v);
+    if (!data) return fail(said(fmt::format("Can't read from fd {}", *v), data.error().err));
+    return data;
+  }
+
+  MountOp op(MountOp::Kind kind, std::string dest) {
+    MountOp m;
+    m.kind = kind;
+    m.dest = absolute_from("/", dest);
+    return m;
+  }
+
+  // An operation that takes no --perms leaves a pending one pending, which
+  // the parse loop then refuses.
+  void push(MountOp m, bool takes_perms = false) {
+    if (takes_perms) {
+      m.perms = perms_;
+      perms_.reset();
+    }
+    inv_.policy.mounts.push_back(std::move(m));
+  }
+
+  Result<void> bind(MountOp::Kind kind, bool optional, const std::string& opt) {
+    auto a = take(opt, 2);
+    if (!a) return fail(a.error());
+    MountOp m = op(kind, (*a)[1]);
+    m.source = absolute_from(ctx_.cwd, (*a)[0]);
+    m.optional = optional;
+    push(std::move(m));
+    return {};
+  }
+
+  Result<void> bind_fd(MountOp::Kind kind, const std::string& opt) {
+    auto a = take(opt, 2);
+    if (!a) return fail(a.error());
+    auto f = open_fd((*a)[0]);
+    if (!f) return fail(f.error());
+    MountOp m = op(kind, (*a)[1]);
+    m.source_fd = *f;
+    push(std::move(m));
+    return {};
+  }
+
+  Result<void> data_op(MountOp::Kind kind, const std::string& opt) {
+    auto a = take(opt, 2);
+    if (!a) return fail(a.error());
+    auto data = fd_data((*a)[0]);
+    if (!data) return fail(data.error());
+    MountOp m = op(kind, (*a)[1]);
+    m.data = std::move(*data);
+    push(std::move(m), true);
+    return {};
+  }
+
+  Result<void> dest_op(MountOp::Kind kind, const std::string& opt, bool takes_perms = false) {
+    auto a = take(opt, 1);
+    if (!a) return fail(a.error());
+    MountOp m = op(kind, (*a)[0]);
+    if (kind == MountOp::Kind::tmpfs) {
+      m.size = size_;
+      size_.reset();
+    }
+    push(std::move(m), takes_perms);
+    return {};
+  }
+
+  Result<void> overlay(MountOp::Kind kind, const std::string& opt) {
+    const int n = kind == MountOp::Kind::overlay ? 3 : 1;
+    auto a = take(opt, n);
+    if (!a) return fail(a.error());
+    const std::size_t need = kind == MountOp::Kind::ro_overlay ? 2 : kind == MountOp::Kind::tmp_overlay ? 1 : 0;
+    if (overlay_src_.size() < need)
+      return fail(said(fmt::format("{} requires at least {} --overlay-src", opt, need == 2 ? "two" : "one")));
+    MountOp m = op(kind, a->back());
+    // The kernel lists layers uppermost first; bwrap's command line lowest first.
+    m.layers.assign(overlay_src_.rbegin(), overlay_src_.rend());
+    overlay_src_.clear();
+    if (kind == MountOp::Kind::overlay) {
+      m.source = absolute_from(ctx_.cwd, (*a)[0]);
+      m.workdir = absolute_from(ctx_.cwd, (*a)[1]);
+    }
+    push(std::move(m));
+    return {};
+  }
+
+  Result<void> unsupported(const std::string& opt, int n, std::string_view why) {
+    if (auto a = take(opt, n); !a) return fail(a.error());
+    unsupported_ = fmt::format("{} is not supported by nsrun: {}", opt, why);
+    return {};
+  }
+
+  Result<void> option(const std::string& arg) {
+    Policy& p = inv_.policy;
+    using K = MountOp::Kind;
+    if (arg == "--help") {
+      inv_.action = BwrapInvocation::Action::help;
+      return {};
+    }
+    if (arg == "--version") {
+      inv_.action = BwrapInvocation::Action::version;
+      return {};
+    }
+    if (arg == "--args") {
+      auto a = take(arg, 1);
+      if (!a) return fail(a.error());
+      auto v = fd((*a)[0]);
+      if (!v) return fail(v.error());
+      Result<std::string> data = ctx_.read_fd ? ctx_.read_fd(*v) : fail(Error{"", EBADF});
+      if (!data) return fail(said("Can't read --args data", data.error().err));
+      std::vector<std::string> more;
+      std::string_view rest = *data;
+      while (!rest.empty()) {
+        const std::size_t nul = rest.find('\0');
+        more.emplace_back(rest.substr(0, nul));
+        if (nul == std::string_view::npos) break;
+        rest.remove_prefix(nul + 1);
+      }
+      args_.insert(args_.begin() + static_cast<std::ptrdiff_t>(i_), more.begin(), more.end());
+      return {};
+    }
+    if (arg == "--argv0") {
+      auto a = take(arg, 1);
+      if (!a) return fail(a.error());
+      p.argv0 = (*a)[0];
+      return {};
+    }
+    if (arg == "--level-prefix") {
+      inv_.level_prefix = true;
+      return {};
+    }
+    if (arg == "--unshare-all") {
+      user_try_ = true, cgroup_try_ = true;
+      p.ns.ipc = p.ns.pid = p.ns.net = p.ns.uts = true;
+      return {};
+    }
+    if (arg == "--share-net") return p.ns.net = false, Result<void>{};
+    if (arg == "--unshare-user") return user_ = true, Result<void>{};
+    if (arg == "--unshare-user-try") return user_try_ = true, Result<void>{};
+    if (arg == "--unshare-ipc") return p.ns.ipc = true, Result<void>{};
+    if (arg == "--unshare-pid") return p.ns.pid = true, Result<void>{};
+    if (arg == "--unshare-net") return p.ns.net = true, Result<void>{};
+    if (arg == "--unshare-uts") return p.ns.uts = true, Result<void>{};
+    if (arg == "--unshare-cgroup") return p.ns.cgroup = true, Result<void>{};
+    if (arg == "--unshare-cgroup-try") return cgroup_try_ = true, Result<void>{};
+    if (arg == "--userns" || arg == "--userns2" || arg == "--pidns")
+      return unsupported(arg, 1, "entering an existing namespace is not implemented");
+    if (arg == "--disable-userns") return p.disable_userns = true, Result<void>{};
+    if (arg == "--assert-userns-disabled") return p.assert_userns_disabled = true, Result<void>{};
+    if (arg == "--uid" || arg == "--gid") {
+      auto a = take(arg, 1);
+      if (!a) return fail(a.error());
+      auto v = parse_number((*a)[0]);
+      if (!v) return fail(said(fmt::format("Invalid {}: {}", arg.substr(2), (*a)[0])));
+      (arg == "--uid" ? p.uid : p.gid) = static_cast<uint32_t>(*v);
+      return {};
+    }
+    if (arg == "--hostname") {
+      auto a = take(arg, 1);
+      if (!a) return fail(a.error());
+      p.hostname = (*a)[0];
+      hostname_set_ = true;
+      return {};
+    }
+    if (arg == "--chdir") {
+      auto a = take(arg, 1);
+      if (!a) return fail(a.error());
+      p.chdir = absolute_from("/", (*a)[0]);
+      return {};
+    }
+    if (arg == "--setenv") {
+      auto a = take(arg, 2);
+      if (!a) return fail(a.error());
+      p.env.push_back(EnvOp{EnvOp::Kind::set, (*a)[0], (*a)[1]});
+      return {};
+    }
+    if (arg == "--unsetenv") {
+      auto a = take(arg, 1);
+      if (!a) return fail(a.error());
+      p.env.push_back(EnvOp{EnvOp::Kind::unset, (*a)[0], {}});
+      return {};
+    }
+    if (arg == "--clearenv") {
+      // Immediate, as in bwrap: an earlier --setenv is cleared with the rest.
+      p.clearenv = true;
+      p.env.clear();
+      return {};
+    }
+    if (arg == "--lock-file") {
+      auto a = take(arg, 1);
+      if (!a) return fail(a.error());
+      p.lock_files.push_back(absolute_from("/", (*a)[0]));
+      return {};
+    }
+    if (arg == "--sync-fd") {
+      // nsrun outlives the sandbox and never closes it: held open as asked.
+      auto a = take(arg, 1);
+      if (!a) return fail(a.error());
+      if (auto f = open_fd((*a)[0]); !f) return fail(f.error());
+      return {};
+    }
+    if (arg == "--bind") return bind(K::bind, false, arg);
+    if (arg == "--bind-try") return bind(K::bind, true, arg);
+    if (arg == "--dev-bind") return bind(K::dev_bind, false, arg);
+    if (arg == "--dev-bind-try") return bind(K::dev_bind, true, arg);
+    if (arg == "--ro-bind") return bind(K::ro_bind, false, arg);
+    if (arg == "--ro-bind-try") return bind(K::ro_bind, true, arg);
+    if (arg == "--bind-fd") return bind_fd(K::bind, arg);
+    if (arg == "--ro-bind-fd") return bind_fd(K::ro_bind, arg);
+    if (arg == "--remount-ro") return dest_op(K::remount_ro, arg);
+    if (arg == "--overlay-src") {
+      auto a = take(arg, 1);
+      if (!a) return fail(a.error());
+      overlay_src_.push_back(absolute_from(ctx_.cwd, (*a)[0]));
+      return {};
+    }
+    if (arg == "--overlay") return overlay(K::overlay, arg);
+    if (arg == "--tmp-overlay") return overlay(K::tmp_overlay, arg);
+    if (arg == "--ro-overlay") return overlay(K::ro_overlay, arg);
+    if (arg == "--exec-label" || arg == "--file-label") {
+      if (auto a = take(arg, 1); !a) return fail(a.error());
+      // No SELinux: bwrap refuses labels it cannot apply; with SELinux,
+      // nsrun cannot apply them either, and running unlabelled would be
+      // weaker than asked.
+      if (!ctx_.selinux) return fail(said("labeling not supported on this system"));
+      unsupported_ = fmt::format("{} is not supported by nsrun: SELinux labels are not applied", arg);
+      return {};
+    }
+    if (arg == "--proc") return dest_op(K::proc, arg);
+    if (arg == "--dev") return dest_op(K::dev, arg);
+    if (arg == "--tmpfs") return dest_op(K::tmpfs, arg, true);
+    if (arg == "--mqueue") return dest_op(K::mqueue, arg);
+    if (arg == "--dir") return dest_op(K::dir, arg, true);
+    if (arg == "--file") return data_op(K::file, arg);
+    if (arg == "--bind-data") return data_op(K::bind_data, arg);
+    if (arg == "--ro-bind-data") return data_op(K::ro_bind_data, arg);
+    if (arg == "--symlink") {
+      auto a = take(arg, 2);
+      if (!a) return fail(a.error());
+      MountOp m = op(K::symlink, (*a)[1]);
+      m.source = (*a)[0];
+      push(std::move(m));
+      return {};
+    }
+    if (arg == "--chmod") {
+      auto a = take(arg, 2);
+      if (!a) return fail(a.error());
+      auto mode = parse_number((*a)[0], 8);
+      if (!mode || *mode > 07777) return fail(said("--chmod takes an octal argument <= 07777"));
+      MountOp m = op(K::chmod, (*a)[1]);
+      m.perms = static_cast<uint32_t>(*mode);
+      push(std::move(m));
+      return {};
+    }
+    if (arg == "--seccomp" || arg == "--add-seccomp-fd") {
+      auto a = take(arg, 1);
+      if (!a) return fail(a.error());
+      auto f = fd((*a)[0]);
+      if (!f) return fail(f.error());
+      const bool single = arg == "--seccomp";
+      if (single && added_seccomp_) return fail(said("--seccomp cannot be combined with --add-seccomp-fd"));
+      if (!single && single_seccomp_) return fail(said("--add-seccomp-fd cannot be combined with --seccomp"));
+      if (single) p.seccomp_fds.clear();  // the last --seccomp wins
+      (single ? single_seccomp_ : added_seccomp_) = true;
+      p.seccomp_fds.push_back(*f);
+      return {};
+    }
+    if (arg == "--block-fd" || arg == "--userns-block-fd" || arg == "--info-fd" || arg == "--json-status-fd") {
+      auto a = take(arg, 1);
+      if (!a) return fail(a.error());
+      auto f = open_fd((*a)[0]);
+      if (!f) return fail(f.error());
+      if (arg == "--block-fd") p.block_fd = *f;
+      else if (arg == "--userns-block-fd") p.userns_block_fd = *f;
+      else if (arg == "--info-fd") p.info_fd = *f;
+      else p.json_status_fd = *f;
+      return {};
+    }
+    if (arg == "--new-session") return p.new_session = true, Result<void>{};
+    if (arg == "--die-with-parent") return inv_.die_with_caller = true, Result<void>{};
+    if (arg == "--as-pid-1") return p.as_pid_1 = true, Result<void>{};
+    if (arg == "--cap-add" || arg == "--cap-drop") {
+      auto a = take(arg, 1);
+      if (!a) return fail(a.error());
+      auto bits = cap_bits((*a)[0]);
+      if (!bits) return fail(bits.error());
+      cap_ops_.emplace_back(arg == "--cap-add", *bits);
+      return {};
+    }
+    if (arg == "--perms") {
+      auto a = take(arg, 1);
+      if (!a) return fail(a.error());
+      auto mode = parse_number((*a)[0], 8);
+      if (!mode || *mode > 07777) return fail(said("--perms takes an octal argument <= 07777"));
+      perms_ = static_cast<uint32_t>(*mode);
+      return {};
+    }
+    if (arg == "--size") {
+      auto a = take(arg, 1);
+      if (!a) return fail(a.error());
+      uint64_t v = 0;
+      const std::string& t = (*a)[0];
+      auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+      if (ec != std::errc() || end != t.data() + t.size() || v == 0)
+        return fail(said("--size takes a non-zero number of bytes"));
+      size_ = v;
+      return {};
+    }
+    return fail(said(fmt::format("Unknown option {}", arg)));
+  }
+
+  // The checks bwrap makes once every option is known.
+  Result<void> finish() {
+    Policy& p = inv_.policy;
+    if (!unsupported_.empty()) return fail(said(unsupported_));
+    const bool root = ctx_.uid == 0;
+    // Without setuid, only root can do without a user namespace.
+    p.ns.user = user_ || user_try_ || !root;
+    if (cgroup_try_ && ctx_.cgroup_ns) p.ns.cgroup = true;
+    if (p.uid && !p.ns.user) return fail(said("Specifying --uid requires --unshare-user or --userns"));
+    if (p.gid && !p.ns.user) return fail(said("Specifying --gid requires --unshare-user or --userns"));
+    if (hostname_set_ && !p.ns.uts) return fail(said("Specifying --hostname requires --unshare-uts"));
+    if (p.as_pid_1 && !p.ns.pid) return fail(said("Specifying --as-pid-1 requires --unshare-pid"));
+    if (p.disable_userns && !p.ns.user) return fail(said("--disable-userns requires --unshare-user"));
+    if (p.userns_block_fd && !p.ns.user) return fail(said("--userns-block-fd requires --unshare-user"));
+    if (p.userns_block_fd && !p.info_fd && !p.json_status_fd)
+      return fail(said("--userns-block-fd requires --info-fd or --json-status-fd"));
+    p.allow_nested_userns = !p.disable_userns;
+    if (p.ns.net) p.network = Network::none;
+
+    // Capabilities: root (uid 0 inside too) starts with all of them, anyone
+    // else with none; --cap-add and --cap-drop then apply in order.
+    CapSet caps;
+    if (root && p.uid.value_or(0) == 0) caps.set();
+    for (const auto& [add, bits] : cap_ops_) caps = add ? (caps | bits) : (caps & ~bits);
+    p.cap_add.clear();
+    p.keep_caps = false;
+    if (caps.all()) {
+      p.cap_add.push_back("ALL");
+    } else {
+      for (std::size_t c = 0; c < caps.size(); ++c) {
+        if (!caps.test(c)) continue;
+        char* n = cap_to_name(static_cast<cap_value_t>(c));
+        if (n != nullptr) {
+          p.cap_add.emplace_back(n);
+          cap_free(n);
+        }
+      }
+    }
+
+    // bwrap sets PWD to the working directory, even after --clearenv.
+    p.env.push_back(EnvOp{EnvOp::Kind::set, "PWD", p.chdir.empty() ? ctx_.cwd : p.chdir});
+    return {};
+  }
+
+  const BwrapContext& ctx_;
+  BwrapInvocation inv_;
+  std::vector<std::string> args_;
+  std::size_t i_ = 0;
+  std::optional<uint32_t> perms_;
+  std::optional<uint64_t> size_;
+  std::vector<std::string> overlay_src_;
+  std::vector<std::pair<bool, CapSet>> cap_ops_;
+  bool user_ = false, user_try_ = false, cgroup_try_ = false, hostname_set_ = false;
+  bool single_seccomp_ = false, added_seccomp_ = false;
+  bool usage_failure_ = false;
+  std::string unsupported_;
+};
+
+Result<std::string> read_all(int fd) {
+  std::string out;
+  char buf[65536];
+  while (true) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return fail(sys_error("read", std::to_string(fd)));
+    if (n == 0) return out;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+}
+
+bool ends_with_type(std::string_view step, std::string_view& type) {
+  if (!step.starts_with("mount ") || !step.ends_with(" on")) return false;
+  type = step.substr(6, step.size() - 9);
+  return true;
+}
+
+std::string with_errno(std::string text, int err) {
+  if (err == 0) return text;
+  return fmt::format("{}: {}", text, std::strerror(err));
+}
+
+bool leveled(std::span<const std::string> args) {
+  for (const auto& a : args) {
+    if (a == "--") break;
+    if (a == "--level-prefix") return true;
+  }
+  return false;
+}
+
+void say(bool level_prefix, std::string_view text) {
+  fmt::print(stderr, "{}bwrap: {}\n", level_prefix ? "<3>" : "", text);
+}
+
+// bwrap --die-with-parent also ties bwrap itself to its caller.
+void die_with_caller() {
+  const pid_t caller = ::getppid();
+  (void)::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+  if (::getppid() != caller) ::raise(SIGKILL);
+}
+
+}  // namespace
+
+BwrapContext read_bwrap_context() {
+  BwrapContext ctx;
+  char buf[PATH_MAX];
+  if (::getcwd(buf, sizeof buf) != nullptr) ctx.cwd = buf;
+  ctx.uid = ::getuid();
+  ctx.cgroup_ns = ::access("/proc/self/ns/cgroup", F_OK) == 0;
+  ctx.selinux = ::access("/sys/fs/selinux/enforce", F_OK) == 0;
+  ctx.read_fd = read_all;
+  ctx.fd_open = [](int fd) { return ::fcntl(fd, F_GETFD) >= 0; };
+  return ctx;
+}
+
+Result<BwrapInvocation> parse_bwrap(std::span<const std::string> args, const BwrapContext& ctx) {
+  Parser parser(ctx);
+  auto inv = parser.parse(std::vector<std::string>(args.begin(), args.end()));
+  if (!inv && parser.usage_failure()) {
+    Error e = inv.error();
+    e.detail = "no command";
+    return fail(e);
+  }
+  return inv;
+}
+
+std::string bwrap_message(const Error& e) {
+  const std::string_view step = e.step;
+  std::string_view type;
+  if (e.kind == ErrorKind::usage) {
+    if ((step == "--bind" || step == "--ro-bind" || step == "--dev-bind") && !e.path.empty())
+      return fmt::format("Can't find source path {}: {}", e.path, e.detail);
+    if (step.starts_with("--overlay") || step.starts_with("--tmp-overlay") || step.starts_with("--ro-overlay"))
+      if (!e.path.empty()) return fmt::format("Can't find source path {}: {}", e.path, e.detail);
+    return e.message();
+  }
+  if (step == "bind" || step == "overlay source") {
+    if (e.err == ENOENT) return with_errno(fmt::format("Can't find source path {}", e.path), e.err);
+    return with_errno(fmt::format("Can't bind mount {}", e.path), e.err);
+  }
+  if (ends_with_type(step, type)) {
+    if (type.starts_with("/")) return with_errno(fmt::format("Can't bind mount {} on /newroot{}", type, e.path), e.err);
+    if (type == "data") return with_errno(fmt::format("Can't bind mount data on /newroot{}", e.path), e.err);
+    return with_errno(fmt::format("Can't mount {} on /newroot{}", type, e.path), e.err);
+  }
+  if (step == "clone") {
+    if (e.err == EPERM)
+      return "No permissions to create a new namespace, likely because the kernel does not allow "
+             "non-privileged user namespaces";
+    if (e.err == EINVAL)
+      return "Creating new namespace failed, likely because the kernel does not support user namespaces";
+    return with_errno("Creating new namespace failed", e.err);
+  }
+  if ((step == "open" || step == "write") && e.path == "/proc/self/uid_map") return with_errno("setting up uid map", e.err);
+  if ((step == "open" || step == "write") && e.path == "/proc/self/gid_map") return with_errno("setting up gid map", e.err);
+  if ((step == "open" || step == "write") && e.path == "/proc/self/setgroups")
+    return with_errno("error writing to setgroups", e.err);
+  if (step == "exec") return with_errno(fmt::format("execvp {}", e.path), e.err);
+  if (step == "chdir") return with_errno(fmt::format("Can't chdir to {}", e.path), e.err);
+  if (step == "symlink") return with_errno(fmt::format("Can't make symlink at {}", e.path), e.err);
+  if (step == "chmod") return with_errno(fmt::format("Can't chmod {}", e.path), e.err);
+  if (step == "mkdir") return with_errno(fmt::format("Can't mkdir {}", e.path), e.err);
+  if (step == "create") return with_errno(fmt::format("Can't create file at {}", e.path), e.err);
+  if (step == "mount_setattr") return with_errno(fmt::format("Can't remount readonly on /newroot{}", e.path), e.err);
+  if (step == "sethostname") return with_errno("sethostname", e.err);
+  if (step == "read seccomp data") {
+    if (e.err == EINVAL) return "Invalid seccomp data, must be multiple of 8";
+    return with_errno("Can't read seccomp data", e.err);
+  }
+  if (step == "assert-userns-disabled") return "creation of new user namespaces was not disabled as requested";
+  if (step == "info-fd") return with_errno("Write to info_fd", e.err);
+  if (step == "json-status-fd") return with_errno("Write to json_status_fd", e.err);
+  if (step == "lock-file open") return with_errno(fmt::format("Unable to open lock file {}", e.path), e.err);
+  if (step == "lock-file lock") return with_errno(fmt::format("Unable to lock file {}", e.path), e.err);
+  if (step == "block-fd" || step == "userns-block-fd") return with_errno(fmt::format("Reading from --{}", step), e.err);
+  return e.message();
+}
+
+std::string bwrap_usage(std::string_view prog) {
+  std::string out = fmt::format("usage: {} [OPTIONS...] [--] COMMAND [ARGS...]\n\n", prog);
+  for (const auto& row : help_rows) out += fmt::format("    {:<28} {}\n", row.option, row.help);
+  out += fmt::format(
+      "\nThis is nsrun speaking bubblewrap {}'s command line: the same options, run\n"
+      "with nsrun's own namespace code. See nsrun --help and docs/bwrap.md.\n",
+      bwrap_compat_version);
+  return out;
+}
+
+std::string bwrap_version_text() {
+  return fmt::format("bubblewrap {} (nsrun {}, bwrap-compatible)\n", bwrap_compat_version, NSRUN_VERSION);
+}
+
+int bwrap_main(std::string_view prog, std::span<const std::string> args) {
+  const bool level = leveled(args);
+  auto inv = parse_bwrap(args, read_bwrap_context());
+  if (!inv) {
+    if (inv.error().detail == "no command" && inv.error().step == "usage") {
+      fmt::print(stderr, "{}", bwrap_usage(prog));
+      return bwrap_failure_status;
+    }
+    say(level, inv.error().message());
+    return bwrap_failure_status;
+  }
+  switch (inv->action) {
+    case BwrapInvocation::Action::help: fmt::print("{}", bwrap_usage(prog)); return 0;
+    case BwrapInvocation::Action::version: fmt::print("{}", bwrap_version_text()); return 0;
+    case BwrapInvocation::Action::run: break;
+  }
+  if (auto r = validate(inv->policy, true); !r) {
+    say(level, bwrap_message(r.error()));
+    return bwrap_failure_status;
+  }
+  if (inv->die_with_caller) die_with_caller();
+  return run(inv->policy, [level](const Error& e) {
+    say(level, bwrap_message(e));
+    return bwrap_failure_status;
+  });
+}
+
+int bwrap_explain_main(std::span<const std::string> args) {
+  auto inv = parse_bwrap(args, read_bwrap_context());
+  if (!inv) {
+    fmt::print(stderr, "nsrun: explain --bwrap: {}\n", inv.error().message());
+    return 125;
+  }
+  if (inv->action != BwrapInvocation::Action::run) {
+    fmt::print(stderr, "nsrun: explain --bwrap: nothing to explain\n");
+    return 125;
+  }
+  if (auto r = validate(inv->policy, false); !r) {
+    fmt::print(stderr, "nsrun: explain --bwrap: {}\n", bwrap_message(r.error()));
+    return 125;
+  }
+  auto text = explain(inv->policy);
+  if (!text) {
+    fmt::print(stderr, "nsrun: explain --bwrap: {}\n", bwrap_message(text.error()));
+    return 125;
+  }
+  fmt::print("dialect: bwrap {}\n{}", bwrap_compat_version, *text);
+  return 0;
+}
+
+}  // namespace nsrun

@@ -1,0 +1,65 @@
+// The bwrap front end: bubblewrap 0.11's command line -> Policy, and
+// nsrun's failures shown the way bwrap shows them ("bwrap: ..." on stderr,
+// exit status 1). Only this file knows the dialect; everything below it
+// sees a Policy.
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "policy/policy.hpp"
+#include "sys/error.hpp"
+
+namespace nsrun {
+
+// The bubblewrap release whose command line this front end speaks.
+inline constexpr const char* bwrap_compat_version = "0.11.0";
+
+// What the parser reads from the caller's world, passed in so that parsing
+// stays testable without privileges.
+struct BwrapContext {
+  std::string cwd;              // relative sources and PWD
+  uid_t uid = 0;                // the real uid: root keeps its capabilities
+  bool cgroup_ns = true;        // the kernel has cgroup namespaces (--unshare-cgroup-try)
+  bool selinux = false;         // SELinux is enabled (labels could be applied)
+  // Reads an fd to end-of-file (--args, --file, --bind-data, --ro-bind-data).
+  std::function<Result<std::string>(int)> read_fd;
+  // Whether an fd is open (status and blocking fds).
+  std::function<bool(int)> fd_open;
+};
+
+BwrapContext read_bwrap_context();
+
+struct BwrapInvocation {
+  enum class Action { run, help, version };
+  Action action = Action::run;
+  Policy policy;
+  bool level_prefix = false;  // "<3>bwrap: ..." for fatal messages
+  bool die_with_caller = false;  // --die-with-parent: nsrun itself dies with its parent
+};
+
+// `args` excludes the program name. A failure's message() is bwrap's text
+// without the "bwrap: " prefix.
+Result<BwrapInvocation> parse_bwrap(std::span<const std::string> args, const BwrapContext& ctx);
+
+// bwrap's text for one of nsrun's errors (from validation or the launch).
+std::string bwrap_message(const Error& e);
+
+// bwrap's exit status for one of nsrun's own failures: always 1.
+inline constexpr int bwrap_failure_status = 1;
+
+// `usage: <prog> [OPTIONS...] [--] COMMAND [ARGS...]` and every option.
+std::string bwrap_usage(std::string_view prog);
+std::string bwrap_version_text();
+
+// The whole dialect: parse, then run, explain, or print. `prog` is how the
+// caller named us (argv[0], or "nsrun bwrap").
+int bwrap_main(std::string_view prog, std::span<const std::string> args);
+// `nsrun explain --bwrap ARGS...`: the plan for a bwrap command line.
+int bwrap_explain_main(std::span<const std::string> args);
+
+}  // namespace nsrun
