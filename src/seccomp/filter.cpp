@@ -1,109 +1,29 @@
 #include "seccomp/filter.hpp"
 
-#include <seccomp.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
-#include <unistd.h>
 
 #include <linux/seccomp.h>
 
 #include <algorithm>
-#include <memory>
 #include <set>
 
 #include <fmt/format.h>
 
-#include "sys/fd.hpp"
+#include "seccomp/precompiled.hpp"
 
 namespace nsrun {
 
 namespace {
-
-struct ContextDeleter {
-  void operator()(void* ctx) const { seccomp_release(ctx); }
-};
-using Context = std::unique_ptr<void, ContextDeleter>;
-
-Error library_error(std::string_view step, std::string_view what, int rc) {
-  // libseccomp returns negative errno values.
-  Error e = sys_error(step, what, -rc);
-  return e;
-}
-
-// libseccomp 2.5 exports only to a file descriptor: write the program to an
-// anonymous memory file and read the sock_filter array back.
-Result<BpfProgram> export_program(scmp_filter_ctx ctx) {
-  Fd mem(::memfd_create("nsrun-seccomp", MFD_CLOEXEC));
-  if (!mem) return fail(sys_error("seccomp export", "memfd"));
-  if (int rc = seccomp_export_bpf(ctx, mem.get()); rc != 0) return fail(library_error("seccomp export", "", rc));
-  const off_t size = ::lseek(mem.get(), 0, SEEK_END);
-  if (size < 0) return fail(sys_error("seccomp export", "lseek"));
-  if (size == 0 || size % static_cast<off_t>(sizeof(sock_filter)) != 0) {
-    Error e = sys_error("seccomp export", "", EINVAL);
-    e.detail = fmt::format("exported {} bytes, not a whole number of BPF instructions", size);
-    return fail(e);
-  }
-  BpfProgram program(static_cast<std::size_t>(size) / sizeof(sock_filter));
-  auto* bytes = reinterpret_cast<char*>(program.data());
-  std::size_t done = 0;
-  while (done < static_cast<std::size_t>(size)) {
-    ssize_t n = ::pread(mem.get(), bytes + done, static_cast<std::size_t>(size) - done, static_cast<off_t>(done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return fail(sys_error("seccomp export", "read back", n < 0 ? errno : EIO));
-    done += static_cast<std::size_t>(n);
-  }
-  return program;
-}
-
+BpfProgram copy(std::span<const sock_filter> program) { return BpfProgram(program.begin(), program.end()); }
 }  // namespace
 
-Result<BpfProgram> compile_spec(const FilterSpec& spec) {
-  if (!spec.enabled) return BpfProgram{};
-  Context ctx(seccomp_init(SCMP_ACT_ALLOW));
-  if (!ctx) return fail(sys_error("seccomp init", "", ENOMEM));
-
-  // On x86_64 libseccomp treats an x32 call (the 0x40000000 bit) as a
-  // foreign architecture too, so this one action covers i386 and x32.
-  const uint32_t foreign = spec.log ? SCMP_ACT_LOG : SCMP_ACT_ERRNO(static_cast<uint32_t>(spec.foreign_abi_err));
-  if (int rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, foreign); rc != 0)
-    return fail(library_error("seccomp init", "bad-arch action", rc));
-  // nsrun sets no_new_privs itself, in its own step; the program is only
-  // exported here, never loaded by libseccomp.
-  if (int rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_NNP, 0); rc != 0)
-    return fail(library_error("seccomp init", "no_new_privs attribute", rc));
-  // A binary tree of syscall numbers instead of a linear scan: every
-  // allowed call of the command pays for the filter's length.
-  if (int rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_OPTIMIZE, 2); rc != 0)
-    return fail(library_error("seccomp init", "optimize attribute", rc));
-
-  for (const Rule& rule : spec.rules) {
-    const std::string name(rule.syscall);
-    const int nr = seccomp_syscall_resolve_name(name.c_str());
-    if (nr == __NR_SCMP_ERROR) {
-      Error e = sys_error("seccomp rule", name, ENOSYS);
-      e.detail = fmt::format("libseccomp does not know the system call {}", name);
-      return fail(e);
-    }
-    const uint32_t action = spec.log ? SCMP_ACT_LOG : SCMP_ACT_ERRNO(static_cast<uint32_t>(rule.err));
-    std::vector<scmp_arg_cmp> cmp;
-    if (rule.arg) {
-      if (rule.arg->greater)
-        cmp.push_back(SCMP_CMP(rule.arg->index, SCMP_CMP_GT, rule.arg->value));
-      else
-        cmp.push_back(SCMP_CMP(rule.arg->index, SCMP_CMP_MASKED_EQ, rule.arg->mask, rule.arg->value));
-    }
-    // _exact: fail rather than let libseccomp rewrite a rule it cannot
-    // express as given.
-    const int rc = seccomp_rule_add_exact_array(ctx.get(), action, nr, static_cast<unsigned>(cmp.size()),
-                                                cmp.empty() ? nullptr : cmp.data());
-    if (rc != 0) return fail(library_error("seccomp rule", name, rc));
-  }
-  return export_program(ctx.get());
-}
-
 Result<BpfProgram> compile_filter(const Policy& policy, FilterRung rung) {
-  return compile_spec(filter_spec(policy, rung));
+  const FilterKey key = filter_key(policy, rung);
+  if (!key.enabled) return BpfProgram{};
+  return copy(precompiled_filter(key));
 }
+
+Result<BpfProgram> compile_no_userns_filter() { return copy(precompiled_no_userns_filter()); }
 
 std::string describe_filter(const FilterSpec& spec, const BpfProgram& program) {
   if (!spec.enabled) return "none (no filter is loaded)";

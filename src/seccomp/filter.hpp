@@ -1,6 +1,8 @@
-// The seccomp filter: built from the Policy and compiled with libseccomp in
-// the parent, before clone; the child only loads the compiled program, last,
-// immediately before exec.
+// The seccomp filter: chosen from the Policy in the parent, before clone;
+// the child only loads the program, last, immediately before exec. The
+// programs are compiled with libseccomp when nsrun is built (every variant
+// the Policy can ask for is a handful), so launching pays neither for
+// libseccomp nor for linking it.
 #pragma once
 
 #include <linux/filter.h>
@@ -19,10 +21,8 @@ using BpfProgram = std::vector<sock_filter>;
 // An empty program means "no filter" (seccomp none).
 Result<BpfProgram> compile_filter(const Policy& policy, FilterRung rung = FilterRung::namespaces);
 
-// The table -> BPF for the native architecture; another ABI (i386 and x32
-// on x86_64) gets spec.foreign_abi_err for every call. A system call that
-// libseccomp cannot name is an error, never a rule silently left out.
-Result<BpfProgram> compile_spec(const FilterSpec& spec);
+// The filter behind bwrap's --disable-userns (see no_userns_spec()).
+Result<BpfProgram> compile_no_userns_filter();
 
 // One line for `nsrun explain` and the docs: which filter, how big.
 std::string describe_filter(const FilterSpec& spec, const BpfProgram& program);

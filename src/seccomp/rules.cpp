@@ -44,11 +44,22 @@ void add_personality(std::vector<Rule>& rules) {
 
 }  // namespace
 
-FilterSpec filter_spec(const Policy& policy, FilterRung rung) {
+FilterKey filter_key(const Policy& policy, FilterRung rung) {
+  FilterKey key;
+  key.enabled = policy.seccomp != SeccompMode::none;
+  key.log = policy.seccomp == SeccompMode::log;
+  key.nested_userns = policy.allow_nested_userns;
+  key.deny_inet = policy.network == Network::none && rung == FilterRung::landlock;
+  return key;
+}
+
+FilterSpec filter_spec(const Policy& policy, FilterRung rung) { return filter_spec(filter_key(policy, rung)); }
+
+FilterSpec filter_spec(const FilterKey& key) {
   FilterSpec spec;
-  if (policy.seccomp == SeccompMode::none) return spec;
+  if (!key.enabled) return spec;
   spec.enabled = true;
-  spec.log = policy.seccomp == SeccompMode::log;
+  spec.log = key.log;
   auto& r = spec.rules;
 
   // Keystroke injection into the terminal the command shares with its
@@ -91,7 +102,7 @@ FilterSpec filter_spec(const Policy& policy, FilterRung rung) {
   add(r, "socket", "AF_VSOCK reaches the hypervisor and other guests, outside any network namespace", EPERM,
       low32_equals(0, AF_VSOCK));
 
-  if (!policy.allow_nested_userns) {
+  if (!key.nested_userns) {
     // A nested user namespace gives back every capability (over its own
     // namespaces) and with them the kernel code paths that only
     // CAP_SYS_ADMIN reaches: the usual first step of a kernel exploit.
@@ -102,12 +113,25 @@ FilterSpec filter_spec(const Policy& policy, FilterRung rung) {
     add(r, "clone3", "flags in memory cannot be checked; libc falls back to clone", ENOSYS);
   }
 
-  if (policy.network == Network::none && rung == FilterRung::landlock) {
+  if (key.deny_inet) {
     // Without a network namespace, "no network" means no socket of a family
     // that reaches one; unix sockets stay (Landlock scopes abstract ones).
     for (int family : {AF_INET, AF_INET6, AF_PACKET})
       add(r, "socket", "--network none without a network namespace", EPERM, low32_equals(0, family));
   }
+  return spec;
+}
+
+FilterSpec no_userns_spec() {
+  FilterSpec spec;
+  spec.enabled = true;
+  auto& r = spec.rules;
+  add(r, "unshare", "a new user namespace", ENOSPC, has_bits(0, CLONE_NEWUSER));
+  add(r, "clone", "a new user namespace", ENOSPC, has_bits(0, CLONE_NEWUSER));
+  add(r, "setns", "entering a user namespace", EPERM, has_bits(1, CLONE_NEWUSER));
+  // nstype 0 enters whatever namespace the fd names, a user namespace too.
+  add(r, "setns", "entering any namespace the fd names", EPERM, ArgMatch{1, ~uint64_t{0}, 0, false});
+  add(r, "clone3", "flags in memory cannot be checked; libc falls back to clone", ENOSYS);
   return spec;
 }
 

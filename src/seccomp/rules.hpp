@@ -50,7 +50,28 @@ struct FilterSpec {
   std::vector<Rule> rules;
 };
 
+// The parts of a Policy (and rung) the default filter depends on.
+struct FilterKey {
+  bool enabled = true;         // false: --seccomp none
+  bool log = false;            // --seccomp log
+  bool nested_userns = false;  // --allow-nested-userns
+  bool deny_inet = false;      // --network none on the Landlock rung
+
+  // 0..7 over (log, nested_userns, deny_inet); the precompiled table's order.
+  unsigned index() const { return (log ? 1u : 0u) | (nested_userns ? 2u : 0u) | (deny_inet ? 4u : 0u); }
+  static FilterKey from_index(unsigned i) { return FilterKey{true, (i & 1) != 0, (i & 2) != 0, (i & 4) != 0}; }
+  static constexpr unsigned variants = 8;
+};
+
+FilterKey filter_key(const Policy& policy, FilterRung rung);
+FilterSpec filter_spec(const FilterKey& key);
 FilterSpec filter_spec(const Policy& policy, FilterRung rung);
+
+// A filter refusing every way to make or enter a user namespace: unshare
+// and clone with CLONE_NEWUSER, setns into one, and clone3 (its flags are
+// out of a filter's reach, so it answers ENOSYS and libc falls back to
+// clone). The errno is ENOSPC, what a user-namespace limit of 1 gives.
+FilterSpec no_userns_spec();
 
 // What the filter decides for one native call, evaluated from the table
 // (not from BPF): the errno, or nullopt when the call is allowed. For tests

@@ -15,10 +15,4 @@ namespace nsrun {
 // from each fd, in order, to end-of-file.
 Result<std::vector<BpfProgram>> read_user_programs(const std::vector<int>& fds);
 
-// A filter refusing every way to make or enter a user namespace: unshare
-// and clone with CLONE_NEWUSER, setns into one, and clone3 (its flags are
-// out of a filter's reach, so it answers ENOSYS and libc falls back to
-// clone). The errno is ENOSPC, what a user-namespace limit of 1 gives.
-Result<BpfProgram> compile_no_userns_filter();
-
 }  // namespace nsrun

@@ -19,7 +19,9 @@
 #include <stdexcept>
 #include <string>
 
+#include "seccomp/compile.hpp"
 #include "seccomp/filter.hpp"
+#include "seccomp/precompiled.hpp"
 #include "seccomp/rules.hpp"
 
 using namespace nsrun;
@@ -252,4 +254,38 @@ TEST_CASE("describe_filter names the filter and the nested-userns choice", "[sec
   CHECK(text.find("io_uring_setup") != std::string::npos);
   p.seccomp = SeccompMode::none;
   CHECK(describe_filter(filter_spec(p, FilterRung::namespaces), {}).starts_with("none"));
+}
+
+namespace {
+bool same_program(std::span<const sock_filter> a, const BpfProgram& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(sock_filter)) == 0;
+}
+}  // namespace
+
+TEST_CASE("the programs compiled at build time are what the table compiles to now") {
+  for (unsigned i = 0; i < FilterKey::variants; ++i) {
+    const FilterKey key = FilterKey::from_index(i);
+    CHECK(key.index() == i);
+    auto fresh = compile_spec(filter_spec(key));
+    REQUIRE(fresh);
+    auto built = precompiled_filter(key);
+    CHECK(same_program(built, *fresh));
+  }
+  auto fresh = compile_spec(no_userns_spec());
+  REQUIRE(fresh);
+  auto built = precompiled_no_userns_filter();
+  CHECK(same_program(built, *fresh));
+}
+
+TEST_CASE("the filter key captures every policy field the filter reads") {
+  Policy p;
+  CHECK(filter_key(p, FilterRung::namespaces).index() == 0);
+  p.seccomp = SeccompMode::log;
+  p.allow_nested_userns = true;
+  p.network = Network::none;
+  CHECK(filter_key(p, FilterRung::namespaces).index() == 3);
+  CHECK(filter_key(p, FilterRung::landlock).index() == 7);
+  CHECK(filter_spec(p, FilterRung::landlock).rules == filter_spec(FilterKey::from_index(7)).rules);
+  p.seccomp = SeccompMode::none;
+  CHECK_FALSE(filter_key(p, FilterRung::namespaces).enabled);
 }

@@ -1,0 +1,15 @@
+// The table -> BPF, with libseccomp. Used when nsrun is built (to
+// precompile every filter variant) and by the tests; never at launch.
+#pragma once
+
+#include "seccomp/filter.hpp"
+#include "seccomp/rules.hpp"
+
+namespace nsrun {
+
+// For the native architecture; another ABI (i386 and x32 on x86_64) gets
+// spec.foreign_abi_err for every call. A system call that libseccomp cannot
+// name is an error, never a rule silently left out.
+Result<BpfProgram> compile_spec(const FilterSpec& spec);
+
+}  // namespace nsrun
