@@ -482,6 +482,11 @@ int cmd_sleep_forever(Args) {
   for (;;) pause();
 }
 
+// signal PID SIGNUM: kill(PID, SIGNUM); `ok` or `error <NAME>`.
+int cmd_signal(Args a) {
+  return report(kill(static_cast<pid_t>(strtol(a.v[0], nullptr, 10)), static_cast<int>(strtol(a.v[1], nullptr, 10))));
+}
+
 // ---------------------------------------------------------------- dispatch
 
 struct Subcommand {
@@ -513,6 +518,7 @@ constexpr Subcommand kSubcommands[] = {
     {"getenv", "NAME", 1, 1, cmd_getenv},
     {"trap-term", "MARKFILE", 1, 1, cmd_trap_term},
     {"sleep-forever", "[TOKEN...]", 0, -1, cmd_sleep_forever},
+    {"signal", "PID SIGNUM", 2, 2, cmd_signal},
 };
 
 void print_usage() {
