@@ -79,7 +79,6 @@ const json::Value& rung(const json::Value& doc, std::string_view name) {
 RunOptions env_at(const TempDir& dir, std::vector<std::string> env = {}) {
   RunOptions o = at(dir);
   o.env = std::move(env);
-  o.env.push_back("NSRUN_HOST_BACKEND_UNUSED=1");
   return o;
 }
 
