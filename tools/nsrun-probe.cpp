@@ -880,7 +880,11 @@ void print_usage() {
 
 }  // namespace
 
+// tools/nsrun-outer.cpp: the hostile host around nsrun, for ladder tests.
+int outer_main(int argc, char** argv);
+
 int main(int argc, char** argv) {
+  if (argc >= 2 && strcmp(argv[1], "outer") == 0) return outer_main(argc - 2, argv + 2);
   if (argc < 2) {
     print_usage();
     return kExitUsage;

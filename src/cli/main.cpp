@@ -15,6 +15,7 @@
 #include "policy/json.hpp"
 #include "policy/policy_json.hpp"
 #include "policy/validate.hpp"
+#include "probe/ladder.hpp"
 
 namespace {
 
@@ -68,6 +69,9 @@ int main(int argc, char** argv) {
       fmt::print("{}", *text);
       return 0;
     }
+    case Invocation::Action::probe:
+      if (auto r = nsrun::validate(inv->policy, false); !r) return report(r.error());
+      return nsrun::probe_rungs(inv->policy, inv->json);
     case Invocation::Action::run:
       break;
   }

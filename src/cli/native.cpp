@@ -104,6 +104,8 @@ const std::vector<Option>& options() {
        }},
       {"--proc", 1, "MODE", "auto (default), fresh, host-bind or none",
        set_enum(&Policy::proc, parse_proc_mode, "--proc", "auto, fresh, host-bind or none")},
+      {"--backend", 1, "RUNG", "auto (default: namespaces, else landlock), namespaces or landlock",
+       set_enum(&Policy::backend, parse_backend, "--backend", "auto, namespaces or landlock")},
       {"--as-pid-1", 0, "", "the command is PID 1 (no reaper)",
        [](Policy& p, Args) -> Result<void> {
          p.as_pid_1 = true;
@@ -192,6 +194,7 @@ Result<Invocation> parse_native(std::span<const std::string> args, const CallerC
   if (!args.empty()) {
     if (args[0] == "policy") inv.action = Invocation::Action::policy, i = 1;
     else if (args[0] == "explain") inv.action = Invocation::Action::explain, i = 1;
+    else if (args[0] == "probe") inv.action = Invocation::Action::probe, i = 1;
   }
 
   Policy& p = inv.policy;
@@ -217,6 +220,10 @@ Result<Invocation> parse_native(std::span<const std::string> args, const CallerC
     if (auto eq = arg.find('='); eq != std::string::npos && arg.starts_with("--")) {
       values.push_back(arg.substr(eq + 1));
       arg.resize(eq);
+    }
+    if (arg == "--json" && inv.action == Invocation::Action::probe) {
+      inv.json = true;
+      continue;
     }
     if (arg == "--host-backend") {
       if (values.empty() && i + 1 >= args.size()) return fail(usage_error(arg, "needs a value: NAME"));
@@ -248,6 +255,7 @@ std::string native_usage() {
       "usage: nsrun [OPTIONS] [--] COMMAND [ARG]...\n"
       "       nsrun policy [OPTIONS]              print the resolved Policy as JSON\n"
       "       nsrun explain [OPTIONS] [-- COMMAND] print the plan; run nothing\n"
+      "       nsrun probe [--json] [OPTIONS]       which rungs this host allows, and why not\n"
       "\n"
       "Runs COMMAND in a sandbox: it may read the host's files and write only its\n"
       "workspace (the current directory), the --writable roots and a private /tmp.\n"

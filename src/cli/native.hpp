@@ -10,9 +10,10 @@
 namespace nsrun {
 
 struct Invocation {
-  enum class Action { run, policy, explain, help, version };
+  enum class Action { run, policy, explain, probe, help, version };
   Action action = Action::run;
   Policy policy;
+  bool json = false;  // nsrun probe --json
 };
 
 // What the front end reads from the caller's world, passed in so parsing

@@ -21,6 +21,7 @@
 #include "ns/status.hpp"
 #include "ns/userns.hpp"
 #include "policy/env.hpp"
+#include "probe/ladder.hpp"
 #include "probe/report.hpp"
 #include "seccomp/user_programs.hpp"
 #include "sys/flags.hpp"
@@ -339,12 +340,8 @@ int run(const Policy& policy, const ErrorReporter& report_error) {
     (void)finish(0, std::nullopt);  // written before exec: nothing runs after it
     return run_unconfined(*prepared);
   }
-  LaunchOutcome outcome = run_namespaces(*prepared);
-  report.rung = outcome.command_started ? "namespaces" : "none";
-  report.rungs.push_back(RungReport{"namespaces", outcome.command_started,
-                                    outcome.command_started ? "" : "failed",
-                                    outcome.error ? outcome.error->message() : ""});
-  report.phases = outcome.timeline.phases();
+  // The ladder (src/probe/ladder.cpp) picks the rung and fills the report.
+  LadderOutcome outcome = run_ladder(policy, *prepared, report);
   return finish(outcome.exit_code, outcome.error);
 }
 

@@ -30,6 +30,9 @@ json::Value to_json(const LaunchReport& r) {
   Value landlock = Value::object();
   landlock.set("abi", r.landlock_abi);
   landlock.set("enforcement", r.landlock_enforcement);
+  Value dropped = Value::array();
+  for (const auto& d : r.landlock_dropped) dropped.push_back(d);
+  landlock.set("dropped", std::move(dropped));
   out.set("landlock", std::move(landlock));
   Value rungs = Value::array();
   for (const auto& rung : r.rungs) {

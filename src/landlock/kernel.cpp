@@ -1,0 +1,61 @@
+#include "landlock/kernel.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "landlock/abi.hpp"
+
+namespace nsrun::landlock {
+
+namespace {
+
+int create_ruleset(const RulesetAttr* attr, std::size_t size, uint32_t flags) {
+  return static_cast<int>(::syscall(SYS_landlock_create_ruleset, attr, size, flags));
+}
+
+int add_rule(int fd, int type, const void* attr) {
+  return static_cast<int>(::syscall(SYS_landlock_add_rule, fd, type, attr, 0));
+}
+
+}  // namespace
+
+Result<int> kernel_abi() {
+  static const Result<int> abi = []() -> Result<int> {
+    const int v = create_ruleset(nullptr, 0, create_ruleset_version);
+    if (v < 0) return fail(sys_error("landlock_create_ruleset", "ABI version"));
+    return v;
+  }();
+  return abi;
+}
+
+Result<Fd> build(const Ruleset& r) {
+  RulesetAttr attr;
+  attr.handled_access_fs = r.handled_fs;
+  attr.handled_access_net = r.handled_net;
+  attr.scoped = r.scoped;
+  Fd ruleset(create_ruleset(&attr, sizeof attr, 0));
+  if (!ruleset) return fail(sys_error("landlock_create_ruleset"));
+  for (const PathRule& rule : r.rules) {
+    Fd path(::open(rule.path.c_str(), O_PATH | O_CLOEXEC));
+    if (!path) {
+      if (rule.optional && errno == ENOENT) continue;
+      return fail(sys_error("landlock rule", rule.path));
+    }
+    struct stat st{};
+    if (::fstat(path.get(), &st) != 0) return fail(sys_error("stat", rule.path));
+    PathBeneathAttr beneath;
+    beneath.allowed_access = S_ISDIR(st.st_mode) ? rule.access : rule.access & fs::file_rights;
+    beneath.parent_fd = path.get();
+    if (add_rule(ruleset.get(), rule_path_beneath, &beneath) != 0) return fail(sys_error("landlock_add_rule", rule.path));
+  }
+  return ruleset;
+}
+
+Result<void> restrict_self(int ruleset_fd) {
+  if (::syscall(SYS_landlock_restrict_self, ruleset_fd, 0) != 0) return fail(sys_error("landlock_restrict_self"));
+  return {};
+}
+
+}  // namespace nsrun::landlock

@@ -1,0 +1,26 @@
+// The Landlock system calls, as thin named steps. The ruleset is built in
+// the parent (paths opened, rules added) before fork; the child only calls
+// restrict_self(), after no_new_privs and before seccomp.
+#pragma once
+
+#include "landlock/ruleset.hpp"
+#include "sys/error.hpp"
+#include "sys/fd.hpp"
+
+namespace nsrun::landlock {
+
+// The kernel's highest Landlock ABI, asked once per process. An Error
+// (ENOSYS: not built in; EOPNOTSUPP: disabled at boot) when there is none.
+Result<int> kernel_abi();
+
+// landlock_create_ruleset + one landlock_add_rule per rule (and no net
+// rule: TCP bind and connect, when handled, are denied outright). The fd is
+// CLOEXEC. A missing optional path is skipped; a rule on a non-directory
+// keeps only the rights a file can carry.
+Result<Fd> build(const Ruleset& ruleset);
+
+// landlock_restrict_self(ruleset_fd, 0). Requires no_new_privs (or
+// CAP_SYS_ADMIN) first.
+Result<void> restrict_self(int ruleset_fd);
+
+}  // namespace nsrun::landlock

@@ -1,0 +1,153 @@
+#include "landlock/ruleset.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "landlock/abi.hpp"
+#include "policy/presets.hpp"
+
+namespace nsrun::landlock {
+
+uint64_t fs_rights(int abi) {
+  if (abi < 1) return 0;
+  uint64_t rights = (fs::make_sym << 1) - 1;  // ABI 1: execute .. make_sym
+  if (abi >= 2) rights |= fs::refer;
+  if (abi >= 3) rights |= fs::truncate;
+  if (abi >= 5) rights |= fs::ioctl_dev;
+  return rights;
+}
+
+uint64_t net_rights(int abi) { return abi >= 4 ? net::bind_tcp | net::connect_tcp : 0; }
+
+uint64_t scopes(int abi) { return abi >= 6 ? scope::abstract_unix_socket | scope::signal : 0; }
+
+std::string_view name(Enforcement e) {
+  switch (e) {
+    case Enforcement::full: return "full";
+    case Enforcement::partial: return "partial";
+    case Enforcement::none: return "none";
+  }
+  return "?";
+}
+
+namespace {
+
+using K = MountOp::Kind;
+
+bool under(std::string_view path, std::string_view root) {
+  if (root == "/") return true;
+  return path == root || (path.starts_with(root) && path.size() > root.size() && path[root.size()] == '/');
+}
+
+// The devices a command needs to work at all: the bit buckets and the
+// controlling terminal. Writing them changes nothing on the host.
+constexpr const char* writable_devices[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/tty"};
+
+}  // namespace
+
+std::string cannot_express(const Policy& p) {
+  // Identity and privilege: Landlock confines files, it cannot change who
+  // the command is or hand it capabilities safely outside a user namespace.
+  if (p.uid) return fmt::format("uid {}", *p.uid);
+  if (p.gid) return fmt::format("gid {}", *p.gid);
+  if (!p.cap_add.empty() || p.keep_caps) return "capabilities kept inside (--cap-add)";
+  if (p.as_pid_1) return "--as-pid-1";
+  if (p.proc == ProcMode::none) return "--proc none";
+
+  const std::vector<MountOp> mounts = effective_mounts(p);
+  // Without a PID namespace or mounts the command sees the host's file
+  // system as it is; the policy must say the same, starting from the host's /.
+  if (mounts.empty() || (mounts[0].kind != K::ro_bind && mounts[0].kind != K::bind) || mounts[0].source != "/" ||
+      mounts[0].dest != "/")
+    return "a root other than the host's / (the first mount must bind / on /)";
+
+  std::vector<std::string> writable;
+  for (const MountOp& m : mounts) {
+    switch (m.kind) {
+      case K::ro_bind:
+      case K::remount_ro:
+        if (m.kind == K::ro_bind && m.source != m.dest) return fmt::format("ro-bind {} -> {}", m.source, m.dest);
+        // Landlock rights only add up along a path: nothing below a writable
+        // root can be made read-only again.
+        for (const auto& w : writable)
+          if (under(m.dest, w)) return fmt::format("{} {} inside the writable {}", name(m.kind), m.dest, w);
+        break;
+      case K::bind:
+        if (m.source != m.dest) return fmt::format("bind {} -> {}", m.source, m.dest);
+        writable.push_back(m.dest);
+        break;
+      case K::tmpfs:
+        // The private /tmp becomes a private directory named by TMPDIR.
+        if (m.dest != "/tmp") return fmt::format("tmpfs {}", m.dest);
+        break;
+      case K::proc:
+        if (m.dest != "/proc") return fmt::format("proc {}", m.dest);
+        break;
+      case K::dev:
+        if (m.dest != "/dev") return fmt::format("dev {}", m.dest);
+        break;
+      default:
+        return fmt::format("{} {}", name(m.kind), m.dest);
+    }
+  }
+  return {};
+}
+
+std::expected<Ruleset, CannotExpress> make_ruleset(const Policy& p, int abi, const Inputs& in) {
+  if (std::string item = cannot_express(p); !item.empty()) return std::unexpected(CannotExpress{std::move(item)});
+
+  Ruleset r;
+  r.abi = abi;
+  r.handled_fs = fs_rights(abi);
+  const uint64_t all = r.handled_fs;
+  const uint64_t device = (fs::read_file | fs::write_file | fs::truncate | fs::ioctl_dev) & all;
+
+  r.rules.push_back({"/", fs::read_file | fs::read_dir | fs::execute, false, "read and execute everywhere"});
+  std::vector<std::string> devices(std::begin(writable_devices), std::end(writable_devices));
+  for (const auto& t : in.terminals)
+    if (std::find(devices.begin(), devices.end(), t) == devices.end()) devices.push_back(t);
+  for (const auto& d : devices) r.rules.push_back({d, device, true, "device"});
+  if (!in.tmpdir.empty()) r.rules.push_back({in.tmpdir, all, false, "private TMPDIR"});
+  for (const MountOp& m : effective_mounts(p))
+    if (m.kind == MountOp::Kind::bind) r.rules.push_back({m.dest, all, m.optional, "writable root"});
+
+  // What the kernel cannot enforce at this ABI, in the order of the ABIs
+  // that added it.
+  if (abi < 3) r.dropped.push_back("truncate");
+  if (p.network == Network::none || p.ns.net) {
+    r.handled_net = net_rights(abi);
+    if (abi < 4) r.dropped.push_back("network-tcp");
+    // Landlock speaks only of TCP: UDP, raw and other sockets stay open.
+    r.dropped.push_back("network-other");
+  }
+  if (abi < 5) r.dropped.push_back("ioctl-dev");
+  r.scoped = scopes(abi);
+  if (abi < 6) {
+    r.dropped.push_back("scope-signal");
+    r.dropped.push_back("scope-abstract-unix");
+  }
+  r.enforcement = r.dropped.empty() ? Enforcement::full : Enforcement::partial;
+  return r;
+}
+
+std::string fs_right_names(uint64_t access) {
+  static constexpr std::pair<uint64_t, const char*> names[] = {
+      {fs::execute, "execute"},       {fs::write_file, "write_file"}, {fs::read_file, "read_file"},
+      {fs::read_dir, "read_dir"},     {fs::remove_dir, "remove_dir"}, {fs::remove_file, "remove_file"},
+      {fs::make_char, "make_char"},   {fs::make_dir, "make_dir"},     {fs::make_reg, "make_reg"},
+      {fs::make_sock, "make_sock"},   {fs::make_fifo, "make_fifo"},   {fs::make_block, "make_block"},
+      {fs::make_sym, "make_sym"},     {fs::refer, "refer"},           {fs::truncate, "truncate"},
+      {fs::ioctl_dev, "ioctl_dev"},
+  };
+  std::string out;
+  for (const auto& [bit, label] : names) {
+    if ((access & bit) == 0) continue;
+    if (!out.empty()) out += '|';
+    out += label;
+  }
+  return out.empty() ? "0" : out;
+}
+
+}  // namespace nsrun::landlock

@@ -1,0 +1,62 @@
+// Policy + the kernel's Landlock ABI -> the ruleset to install, and how much
+// of the mode's promise it keeps. Pure: no system call, so the downgrade
+// from ABI 7 to ABI 1 is a table test without a kernel.
+#pragma once
+
+#include <cstdint>
+#include <expected>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "policy/policy.hpp"
+
+namespace nsrun::landlock {
+
+enum class Enforcement { full, partial, none };
+std::string_view name(Enforcement);
+
+struct PathRule {
+  std::string path;
+  uint64_t access = 0;   // fs:: rights; for a file only fs::file_rights apply
+  bool optional = false; // skipped when the path does not exist (a device node)
+  std::string why;       // for `nsrun explain`-style listings and the report
+
+  bool operator==(const PathRule&) const = default;
+};
+
+struct Ruleset {
+  int abi = 0;
+  uint64_t handled_fs = 0;
+  uint64_t handled_net = 0;
+  uint64_t scoped = 0;
+  std::vector<PathRule> rules;
+  Enforcement enforcement = Enforcement::none;
+  // Restrictions the promise asks for that this ABI cannot enforce, by
+  // stable name: "truncate", "ioctl-dev", "network-tcp", "network-other",
+  // "scope-signal", "scope-abstract-unix".
+  std::vector<std::string> dropped;
+};
+
+// What the ruleset needs from the caller's world, gathered before the plan.
+struct Inputs {
+  std::vector<std::string> terminals;  // ttyname() of fds 0-2 that are terminals
+  std::string tmpdir;                  // the private temporary directory
+};
+
+// The first item of the Policy the Landlock rung cannot keep exactly ("tmpfs
+// /srv", "--proc none", "uid 0", ...); empty when it can keep all of it.
+// Nothing is approximated: one such item makes the rung unusable.
+std::string cannot_express(const Policy& policy);
+
+struct CannotExpress {
+  std::string item;
+};
+
+// abi >= 1. Fails with the item when cannot_express() names one.
+std::expected<Ruleset, CannotExpress> make_ruleset(const Policy& policy, int abi, const Inputs& inputs);
+
+// Compact rendering of a rights mask: "read_file|read_dir|execute".
+std::string fs_right_names(uint64_t access);
+
+}  // namespace nsrun::landlock

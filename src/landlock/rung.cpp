@@ -1,0 +1,275 @@
+#include "landlock/rung.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <linux/close_range.h>
+#include <poll.h>
+#include <sys/capability.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "landlock/kernel.hpp"
+#include "ns/channel.hpp"
+#include "ns/credentials.hpp"
+#include "ns/reaper.hpp"
+#include "seccomp/filter.hpp"
+#include "sys/fd.hpp"
+
+namespace nsrun::landlock {
+
+namespace {
+
+std::vector<char*> c_strings(std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  out.reserve(strings.size() + 1);
+  for (auto& s : strings) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+[[noreturn]] void die(int channel, const Error& e) {
+  send_error(channel, e);
+  ::_exit(e.exit_code());
+}
+
+// The private temporary directory: mkdtemp under the caller's TMPDIR (when
+// it is an absolute directory) or /tmp, so its name is unpredictable.
+Result<std::string> make_tmpdir() {
+  std::string base = "/tmp";
+  if (const char* t = std::getenv("TMPDIR"); t != nullptr && t[0] == '/') {
+    struct stat st{};
+    if (::stat(t, &st) == 0 && S_ISDIR(st.st_mode)) base = t;
+  }
+  std::string templ = base + "/nsrun-XXXXXX";
+  if (::mkdtemp(templ.data()) == nullptr) return fail(sys_error("mkdtemp", templ));
+  return templ;
+}
+
+// Best effort, after every process of the run is gone. Directories the
+// command made unreadable are opened up first so the removal can descend.
+void remove_tree(const std::string& dir) {
+  ::nftw(dir.c_str(), [](const char* p, const struct stat* st, int type, FTW*) {
+    if (type == FTW_D || type == FTW_DNR) ::chmod(p, (st->st_mode & 07777) | 0700);
+    return 0;
+  }, 16, FTW_PHYS | FTW_MOUNT);
+  const int rc = ::nftw(dir.c_str(), [](const char* p, const struct stat*, int, FTW*) {
+    return ::remove(p) == 0 || errno == ENOENT ? 0 : 1;
+  }, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+  if (rc != 0) fmt::print(stderr, "nsrun: warning: could not remove the private TMPDIR {}\n", dir);
+}
+
+// Without a PID namespace nothing ends the command's background processes
+// for us: nsrun is their subreaper, so every one of them is, or becomes, our
+// child. Kill and reap until none is left.
+void end_leftovers() {
+  const pid_t self = ::getpid();
+  while (true) {
+    DIR* proc = ::opendir("/proc");
+    if (proc != nullptr) {
+      while (dirent* e = ::readdir(proc)) {
+        char* end = nullptr;
+        const long pid = std::strtol(e->d_name, &end, 10);
+        if (pid <= 0 || *end != '\0') continue;
+        char path[64];
+        std::snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+        Fd fd(::open(path, O_RDONLY | O_CLOEXEC));
+        char buf[512];
+        const ssize_t n = fd ? ::read(fd.get(), buf, sizeof buf - 1) : -1;
+        if (n <= 0) continue;
+        buf[n] = '\0';
+        const char* paren = std::strrchr(buf, ')');
+        int ppid = 0;
+        char state = 0;
+        if (paren != nullptr && std::sscanf(paren + 1, " %c %d", &state, &ppid) == 2 && ppid == self)
+          ::kill(static_cast<pid_t>(pid), SIGKILL);
+      }
+      ::closedir(proc);
+    }
+    int status = 0;
+    if (::waitpid(-1, &status, 0) < 0 && errno == ECHILD) return;
+  }
+}
+
+// Unprivileged callers have nothing to drop and may not touch the bounding
+// set (no CAP_SETPCAP); no_new_privs keeps exec from adding anything. A
+// privileged caller (root on a host without user namespaces) drops all.
+Result<void> drop_privileges() {
+  cap_t caps = ::cap_get_proc();
+  if (caps == nullptr) return fail(sys_error("cap_get_proc"));
+  cap_flag_value_t setpcap = CAP_CLEAR;
+  ::cap_get_flag(caps, CAP_SETPCAP, CAP_EFFECTIVE, &setpcap);
+  cap_t none = ::cap_init();
+  const bool holds_any = none != nullptr && ::cap_compare(caps, none) != 0;
+  ::cap_free(caps);
+  ::cap_free(none);
+  if (setpcap == CAP_SET) return drop_capabilities({});
+  if (holds_any) {
+    cap_t empty = ::cap_init();
+    const int rc = ::cap_set_proc(empty);
+    ::cap_free(empty);
+    if (rc != 0) return fail(sys_error("drop capabilities"));
+  }
+  return {};
+}
+
+[[noreturn]] void exec_command(int channel, Prepared& p) {
+  std::vector<char*> argv = c_strings(p.argv);
+  std::vector<char*> envp = c_strings(p.env);
+  int first_err = ENOENT;
+  for (const auto& path : p.exec_paths) {
+    ::execve(path.c_str(), argv.data(), envp.data());
+    if (errno != ENOENT && errno != ENOTDIR && first_err == ENOENT) first_err = errno;
+    if (errno != ENOENT && errno != ENOTDIR && errno != EACCES) break;
+  }
+  Error e = sys_error("exec", p.argv.front(), first_err);
+  e.kind = first_err == ENOENT ? ErrorKind::not_found : ErrorKind::not_exec;
+  die(channel, e);
+}
+
+// The child: the same order as on the namespace rung, with Landlock in the
+// middle: credentials, no_new_privs, Landlock, seccomp last.
+[[noreturn]] void command_child(int channel, Prepared& p, int ruleset, const sigset_t& original_mask) {
+  p.timeline.mark("fork");
+  if (p.die_with_parent) {
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) die(channel, sys_error("die-with-parent"));
+    struct pollfd pfd{channel, POLLIN, 0};
+    if (::poll(&pfd, 1, 0) > 0 && (pfd.revents & POLLHUP)) ::_exit(125);
+  }
+  reset_signals(original_mask);
+  const bool session = p.new_session < 0 ? ::isatty(STDIN_FILENO) == 0 : p.new_session == 1;
+  if (session && ::setsid() < 0) die(channel, sys_error("setsid"));
+  if (::chdir(p.plan.chdir.c_str()) != 0) {
+    if (p.plan.chdir_required) die(channel, sys_error("chdir", p.plan.chdir));
+    if (::chdir("/") != 0) die(channel, sys_error("chdir", "/"));
+  }
+  if (::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) die(channel, sys_error("close_range"));
+  for (int fd : p.pass_fds)
+    if (::fcntl(fd, F_SETFD, 0) != 0) die(channel, sys_error("pass fd", std::to_string(fd)));
+  if (auto r = drop_privileges(); !r) die(channel, r.error());
+  if (auto r = set_no_new_privs(); !r) die(channel, r.error());
+  p.timeline.mark("credentials");
+  if (auto r = restrict_self(ruleset); !r) die(channel, r.error());
+  p.timeline.mark("landlock");
+  if (auto r = load_filter(p.seccomp); !r) die(channel, r.error());
+  p.timeline.mark("seccomp");
+  send_timeline(channel, p.timeline.encode());
+  exec_command(channel, p);
+}
+
+void set_env(std::vector<std::string>& env, std::string_view name, std::string_view value) {
+  const std::string prefix = fmt::format("{}=", name);
+  std::erase_if(env, [&](const std::string& e) { return e.starts_with(prefix); });
+  env.push_back(prefix + std::string(value));
+}
+
+}  // namespace
+
+std::vector<std::string> terminals() {
+  std::vector<std::string> out;
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (::isatty(fd) == 0) continue;
+    char name[256];
+    if (::ttyname_r(fd, name, sizeof name) != 0) continue;
+    if (std::find(out.begin(), out.end(), std::string_view(name)) == out.end()) out.emplace_back(name);
+  }
+  return out;
+}
+
+Readiness assess(const Policy& policy) {
+  Readiness r;
+  auto abi = kernel_abi();
+  if (!abi) {
+    r.reason = "landlock-missing";
+    r.detail = abi.error().message();
+    return r;
+  }
+  r.abi = *abi;
+  auto ruleset = make_ruleset(policy, *abi, Inputs{terminals(), {}});
+  if (!ruleset) {
+    r.reason = "landlock-cannot-express";
+    r.detail = ruleset.error().item;
+    return r;
+  }
+  r.ruleset = std::move(*ruleset);
+  return r;
+}
+
+LaunchOutcome run(Prepared& p, const Policy& policy, Readiness ready) {
+  LaunchOutcome out;
+  auto tmpdir = make_tmpdir();
+  if (!tmpdir) {
+    out.error = tmpdir.error();
+    out.timeline = p.timeline;
+    return out;
+  }
+  // From here every way out removes the directory.
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() { remove_tree(dir); }
+  } cleanup{*tmpdir};
+
+  auto ruleset = make_ruleset(policy, ready.abi, Inputs{terminals(), *tmpdir});
+  Result<Fd> fd = ruleset ? build(*ruleset) : fail(Error{"landlock", 0, {}, "cannot express " + ruleset.error().item});
+  p.timeline.mark("landlock-plan");
+  if (!fd) {
+    out.error = fd.error();
+    out.timeline = p.timeline;
+    return out;
+  }
+  set_env(p.env, "TMPDIR", *tmpdir);
+
+  auto channel = make_channel();
+  if (!channel) {
+    out.error = channel.error();
+    out.timeline = p.timeline;
+    return out;
+  }
+  // Orphans of the command come to us, so none outlives the run.
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+  sigset_t original_mask;
+  const sigset_t blocked = blocked_for_launch();
+  sigprocmask(SIG_BLOCK, &blocked, &original_mask);
+  const pid_t child = ::fork();
+  if (child < 0) {
+    out.error = sys_error("fork", "command");
+    sigprocmask(SIG_SETMASK, &original_mask, nullptr);
+    out.timeline = p.timeline;
+    return out;
+  }
+  if (child == 0) {
+    channel->parent.reset();
+    command_child(channel->child.get(), p, fd->get(), original_mask);
+  }
+  channel->child.reset();
+  fd->reset();
+
+  auto received = receive_until_eof(channel->parent.get());
+  out.timeline = p.timeline;
+  if (received) out.timeline.merge(received->timeline);
+  if (!received || received->error) {
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    sigprocmask(SIG_SETMASK, &original_mask, nullptr);
+    out.error = received ? *received->error : received.error();
+    out.exit_code = out.error->exit_code();
+    out.command_started = out.error->kind == ErrorKind::not_found || out.error->kind == ErrorKind::not_exec;
+    return out;
+  }
+  out.timeline.mark("exec");
+  out.command_started = true;
+  out.exit_code = wait_forwarding(child);
+  end_leftovers();
+  sigprocmask(SIG_SETMASK, &original_mask, nullptr);
+  return out;
+}
+
+}  // namespace nsrun::landlock

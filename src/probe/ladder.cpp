@@ -1,0 +1,271 @@
+#include "probe/ladder.hpp"
+
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <climits>
+
+#include <fmt/format.h>
+
+#include "landlock/rung.hpp"
+#include "ns/channel.hpp"
+#include "ns/userns.hpp"
+#include "policy/json.hpp"
+#include "sys/fd.hpp"
+#include "sys/flags.hpp"
+#include "sys/syscalls.hpp"
+
+namespace nsrun {
+
+namespace {
+
+bool is_idmap_file(std::string_view path) {
+  return path == "/proc/self/uid_map" || path == "/proc/self/gid_map" || path == "/proc/self/setgroups";
+}
+
+std::string rung_line(const RungReport& r) {
+  if (r.detail.empty()) return fmt::format("{}: {}", r.name, r.reason);
+  return fmt::format("{}: {} ({})", r.name, r.reason, r.detail);
+}
+
+// One line naming each rung and why it was not usable.
+Error no_sandbox(const RungReport& ns, const RungReport& ll) {
+  return Error{"no sandbox available", 0, {}, fmt::format("{}; {}", rung_line(ns), rung_line(ll))};
+}
+
+std::string current_directory() {
+  char buf[PATH_MAX];
+  return ::getcwd(buf, sizeof buf) != nullptr ? std::string(buf) : std::string("/");
+}
+
+struct NamespaceVerdict {
+  std::string reason;  // empty: usable
+  std::string detail;
+};
+
+// Fills reason and detail for a namespace-rung failure that the host caused.
+NamespaceVerdict verdict_for(const Error& e, ProcMode proc, uint64_t clone_flags) {
+  NamespaceVerdict v;
+  v.reason = classify_namespace_failure(e, proc);
+  if (v.reason == clone_refused) v.reason = diagnose_clone(clone_flags, try_clone);
+  v.detail = e.message();
+  if (v.reason == reason::proc_masked) v.detail += fmt::format("; {}", proc_masked_hint());
+  return v;
+}
+
+// The namespace rung without a command: the same clone, id maps and /proc
+// attempt as a launch, in a child that exits right after.
+NamespaceVerdict probe_namespaces(const LaunchPlan& plan) {
+  auto channel = make_channel();
+  if (!channel) return {std::string(reason::failed), channel.error().message()};
+  const pid_t child = sys::clone_fork(plan.clone_flags);
+  if (child < 0) {
+    Error e = sys_error("clone", clone_flag_names(plan.clone_flags));
+    return verdict_for(e, plan.proc, plan.clone_flags);
+  }
+  if (child == 0) {
+    channel->parent.reset();
+    const int fd = channel->child.get();
+    auto fail_with = [fd](const Error& e) {
+      send_error(fd, e);
+      ::_exit(125);
+    };
+    if (auto r = write_id_maps(plan); !r) fail_with(r.error());
+    if (plan.proc == ProcMode::fresh) {
+      // fsmount is where the kernel applies its "mount too revealing" rule.
+      Fd fs(::fsopen("proc", FSOPEN_CLOEXEC));
+      if (!fs) fail_with(sys_error("mount proc on", "/proc"));
+      if (::fsconfig(fs.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) != 0) fail_with(sys_error("mount proc on", "/proc"));
+      Fd mnt(::fsmount(fs.get(), FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC));
+      if (!mnt) fail_with(sys_error("mount proc on", "/proc"));
+    } else if (plan.proc == ProcMode::host_bind) {
+      Fd tree(::open_tree(AT_FDCWD, "/proc", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE));
+      if (!tree) fail_with(sys_error("bind", "/proc"));
+    }
+    ::_exit(0);
+  }
+  channel->child.reset();
+  auto received = receive_until_eof(channel->parent.get());
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  if (!received) return {std::string(reason::failed), received.error().message()};
+  if (!received->error) return {};
+  NamespaceVerdict v = verdict_for(*received->error, plan.proc, plan.clone_flags);
+  if (v.reason.empty()) v.reason = reason::failed;
+  return v;
+}
+
+void note_landlock(LaunchReport& report, const landlock::Readiness& ready) {
+  report.landlock_abi = ready.abi;
+  if (!ready.reason.empty()) return;
+  report.landlock_enforcement = landlock::name(ready.ruleset.enforcement);
+  report.landlock_dropped = ready.ruleset.dropped;
+}
+
+}  // namespace
+
+std::string classify_namespace_failure(const Error& e, ProcMode proc) {
+  const int err = e.err;
+  if (e.step == "clone" && (err == EPERM || err == EINVAL || err == ENOSPC || err == EUSERS))
+    return std::string(clone_refused);
+  if (is_idmap_file(e.path) && (err == EPERM || err == EACCES || err == EINVAL)) return std::string(reason::idmap_denied);
+  // A bind of /proc is never a retry after this: the fresh mount was the
+  // attempt, and its refusal is a reason to move on, not to weaken.
+  if (e.step == "mount proc on" && err == EPERM && proc == ProcMode::fresh) return std::string(reason::proc_masked);
+  return {};
+}
+
+std::string diagnose_clone(uint64_t flags, const std::function<int(uint64_t)>& attempt) {
+  static constexpr std::pair<uint64_t, std::string_view> each[] = {
+      {CLONE_NEWNS, reason::mntns_denied},   {CLONE_NEWPID, reason::pidns_denied},
+      {CLONE_NEWNET, reason::netns_denied},  {CLONE_NEWIPC, reason::ipcns_denied},
+      {CLONE_NEWUTS, reason::utsns_denied},  {CLONE_NEWCGROUP, reason::cgroupns_denied},
+  };
+  const uint64_t user = flags & CLONE_NEWUSER;
+  if (user != 0 && attempt(user) != 0) return std::string(reason::userns_denied);
+  for (const auto& [bit, code] : each)
+    if ((flags & bit) != 0 && attempt(user | bit) != 0) return std::string(code);
+  // Each alone works; together they do not (a limit reached in between).
+  return std::string(reason::ns_denied);
+}
+
+int try_clone(uint64_t flags) {
+  const pid_t child = sys::clone_fork(flags);
+  if (child < 0) return errno;
+  if (child == 0) ::_exit(0);
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  return 0;
+}
+
+std::string_view proc_masked_hint() {
+  return "the visible /proc is masked (other mounts cover parts of it, so the kernel refuses a fresh procfs "
+         "as too revealing); on an allow-listed host set NSRUN_HOST_BACKEND=lakebox (or --host-backend "
+         "lakebox), or choose --proc host-bind";
+}
+
+LadderOutcome run_ladder(const Policy& policy, Prepared& p, LaunchReport& report) {
+  RungReport ns{"namespaces", false, {}, {}};
+  RungReport ll{"landlock", false, {}, {}};
+  auto done = [&](LadderOutcome o, const Timeline& timeline) {
+    report.rungs = {ns, ll};
+    report.phases = timeline.phases();
+    return o;
+  };
+
+  if (policy.backend == Backend::landlock) {
+    ns.reason = reason::not_tried;
+    ns.detail = "--backend landlock";
+  } else {
+    LaunchOutcome o = run_namespaces(p);
+    if (o.command_started || !o.error) {
+      ns.used = o.command_started;
+      ll.reason = reason::not_tried;
+      report.rung = "namespaces";
+      return done({o.exit_code, o.error}, o.timeline);
+    }
+    NamespaceVerdict v = verdict_for(*o.error, p.plan.proc, p.plan.clone_flags);
+    ns.detail = v.detail;
+    if (v.reason.empty()) {
+      // Not the host's refusal: the user's problem to see, never a reason
+      // to move to another rung.
+      ns.reason = reason::failed;
+      ll.reason = reason::not_tried;
+      report.rung = "none";
+      return done({o.exit_code, o.error}, o.timeline);
+    }
+    ns.reason = v.reason;
+    p.timeline.mark("namespaces");
+    if (policy.backend == Backend::namespaces) {
+      ll.reason = reason::not_tried;
+      ll.detail = "--backend namespaces";
+      report.rung = "none";
+      return done({125, no_sandbox(ns, ll)}, p.timeline);
+    }
+  }
+
+  landlock::Readiness ready = landlock::assess(policy);
+  note_landlock(report, ready);
+  if (!ready.reason.empty()) {
+    ll.reason = ready.reason;
+    ll.detail = ready.detail;
+    report.rung = "none";
+    return done({125, no_sandbox(ns, ll)}, p.timeline);
+  }
+  LaunchOutcome o = landlock::run(p, policy, std::move(ready));
+  if (o.command_started) {
+    ll.used = true;
+    report.rung = "landlock";
+    // No PID namespace here: the command sees the host's /proc, read-only
+    // by the ruleset.
+    report.proc = ProcMode::host_bind;
+    return done({o.exit_code, o.error}, o.timeline);
+  }
+  ll.reason = reason::failed;
+  ll.detail = o.error ? o.error->message() : "";
+  report.rung = "none";
+  return done({o.error ? o.error->exit_code() : 125, o.error}, o.timeline);
+}
+
+int probe_rungs(const Policy& policy, bool json_out) {
+  HostFacts host{::getuid(), ::getgid(), current_directory()};
+  auto plan = make_plan(policy, host);
+  if (!plan) {
+    fmt::print(stderr, "nsrun: {}\n", plan.error().message());
+    return 125;
+  }
+  const NamespaceVerdict ns = probe_namespaces(*plan);
+  const landlock::Readiness ll = landlock::assess(policy);
+  const bool ns_ok = ns.reason.empty() && policy.backend != Backend::landlock;
+  const bool ll_ok = ll.reason.empty() && policy.backend != Backend::namespaces;
+  const std::string selected = ns_ok ? "namespaces" : ll_ok ? "landlock" : "none";
+
+  if (json_out) {
+    using json::Value;
+    Value out = Value::object();
+    out.set("backend", name(policy.backend));
+    out.set("host_backend", policy.host_backend);
+    out.set("proc", name(plan->proc));
+    out.set("selected", selected);
+    Value rungs = Value::array();
+    Value n = Value::object();
+    n.set("name", "namespaces");
+    n.set("usable", ns.reason.empty());
+    n.set("reason", ns.reason.empty() ? Value() : Value(ns.reason));
+    n.set("detail", ns.detail);
+    rungs.push_back(std::move(n));
+    Value l = Value::object();
+    l.set("name", "landlock");
+    l.set("usable", ll.reason.empty());
+    l.set("reason", ll.reason.empty() ? Value() : Value(ll.reason));
+    l.set("detail", ll.detail);
+    l.set("abi", ll.abi);
+    l.set("enforcement", ll.reason.empty() ? landlock::name(ll.ruleset.enforcement) : std::string_view());
+    Value dropped = Value::array();
+    for (const auto& d : ll.ruleset.dropped) dropped.push_back(d);
+    l.set("dropped", std::move(dropped));
+    rungs.push_back(std::move(l));
+    out.set("rungs", std::move(rungs));
+    fmt::print("{}\n", json::dump(out));
+  } else {
+    fmt::print("host backend: {}\n", policy.host_backend.empty() ? "none" : policy.host_backend);
+    fmt::print("proc: {}\n", name(plan->proc));
+    if (ns.reason.empty()) fmt::print("namespaces: usable\n");
+    else fmt::print("namespaces: unusable: {} ({})\n", ns.reason, ns.detail);
+    if (!ll.reason.empty()) {
+      fmt::print("landlock: unusable: {} ({})\n", ll.reason, ll.detail);
+    } else {
+      std::string dropped;
+      for (const auto& d : ll.ruleset.dropped) dropped += (dropped.empty() ? "" : ", ") + d;
+      fmt::print("landlock: usable (ABI {}, enforcement {}{})\n", ll.abi, landlock::name(ll.ruleset.enforcement),
+                 dropped.empty() ? "" : "; not enforced: " + dropped);
+    }
+    fmt::print("selected: {} (--backend {})\n", selected, name(policy.backend));
+  }
+  return selected == "none" ? 1 : 0;
+}
+
+}  // namespace nsrun
