@@ -3,9 +3,6 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <ftw.h>
-#include <linux/close_range.h>
-#include <poll.h>
-#include <sys/capability.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -19,7 +16,6 @@
 
 #include "landlock/kernel.hpp"
 #include "ns/channel.hpp"
-#include "ns/credentials.hpp"
 #include "ns/reaper.hpp"
 #include "seccomp/filter.hpp"
 #include "sys/fd.hpp"
@@ -27,19 +23,6 @@
 namespace nsrun::landlock {
 
 namespace {
-
-std::vector<char*> c_strings(std::vector<std::string>& strings) {
-  std::vector<char*> out;
-  out.reserve(strings.size() + 1);
-  for (auto& s : strings) out.push_back(s.data());
-  out.push_back(nullptr);
-  return out;
-}
-
-[[noreturn]] void die(int channel, const Error& e) {
-  send_error(channel, e);
-  ::_exit(e.exit_code());
-}
 
 // The private temporary directory: mkdtemp under the caller's TMPDIR (when
 // it is an absolute directory) or /tmp, so its name is unpredictable.
@@ -99,70 +82,11 @@ void end_leftovers() {
   }
 }
 
-// Unprivileged callers have nothing to drop and may not touch the bounding
-// set (no CAP_SETPCAP); no_new_privs keeps exec from adding anything. A
-// privileged caller (root on a host without user namespaces) drops all.
-Result<void> drop_privileges() {
-  cap_t caps = ::cap_get_proc();
-  if (caps == nullptr) return fail(sys_error("cap_get_proc"));
-  cap_flag_value_t setpcap = CAP_CLEAR;
-  ::cap_get_flag(caps, CAP_SETPCAP, CAP_EFFECTIVE, &setpcap);
-  cap_t none = ::cap_init();
-  const bool holds_any = none != nullptr && ::cap_compare(caps, none) != 0;
-  ::cap_free(caps);
-  ::cap_free(none);
-  if (setpcap == CAP_SET) return drop_capabilities({});
-  if (holds_any) {
-    cap_t empty = ::cap_init();
-    const int rc = ::cap_set_proc(empty);
-    ::cap_free(empty);
-    if (rc != 0) return fail(sys_error("drop capabilities"));
-  }
-  return {};
-}
-
-[[noreturn]] void exec_command(int channel, Prepared& p) {
-  std::vector<char*> argv = c_strings(p.argv);
-  std::vector<char*> envp = c_strings(p.env);
-  int first_err = ENOENT;
-  for (const auto& path : p.exec_paths) {
-    ::execve(path.c_str(), argv.data(), envp.data());
-    if (errno != ENOENT && errno != ENOTDIR && first_err == ENOENT) first_err = errno;
-    if (errno != ENOENT && errno != ENOTDIR && errno != EACCES) break;
-  }
-  Error e = sys_error("exec", p.argv.front(), first_err);
-  e.kind = first_err == ENOENT ? ErrorKind::not_found : ErrorKind::not_exec;
-  die(channel, e);
-}
-
-// The child: the same order as on the namespace rung, with Landlock in the
-// middle: credentials, no_new_privs, Landlock, seccomp last.
+// The command's side: the same steps as on the namespace rung, with the
+// Landlock ruleset between no_new_privs and seccomp.
 [[noreturn]] void command_child(int channel, Prepared& p, int ruleset, const sigset_t& original_mask) {
-  p.timeline.mark("fork");
-  if (p.die_with_parent) {
-    if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) die(channel, sys_error("die-with-parent"));
-    struct pollfd pfd{channel, POLLIN, 0};
-    if (::poll(&pfd, 1, 0) > 0 && (pfd.revents & POLLHUP)) ::_exit(125);
-  }
-  reset_signals(original_mask);
-  const bool session = p.new_session < 0 ? ::isatty(STDIN_FILENO) == 0 : p.new_session == 1;
-  if (session && ::setsid() < 0) die(channel, sys_error("setsid"));
-  if (::chdir(p.plan.chdir.c_str()) != 0) {
-    if (p.plan.chdir_required) die(channel, sys_error("chdir", p.plan.chdir));
-    if (::chdir("/") != 0) die(channel, sys_error("chdir", "/"));
-  }
-  if (::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) die(channel, sys_error("close_range"));
-  for (int fd : p.pass_fds)
-    if (::fcntl(fd, F_SETFD, 0) != 0) die(channel, sys_error("pass fd", std::to_string(fd)));
-  if (auto r = drop_privileges(); !r) die(channel, r.error());
-  if (auto r = set_no_new_privs(); !r) die(channel, r.error());
-  p.timeline.mark("credentials");
-  if (auto r = restrict_self(ruleset); !r) die(channel, r.error());
-  p.timeline.mark("landlock");
-  if (auto r = load_filter(p.seccomp); !r) die(channel, r.error());
-  p.timeline.mark("seccomp");
-  send_timeline(channel, p.timeline.encode());
-  exec_command(channel, p);
+  if (p.die_with_parent) arm_die_with_parent(channel);
+  start_command(channel, p, original_mask, ruleset);
 }
 
 void set_env(std::vector<std::string>& env, std::string_view name, std::string_view value) {
@@ -205,6 +129,14 @@ Readiness assess(const Policy& policy) {
 
 LaunchOutcome run(Prepared& p, const Policy& policy, Readiness ready) {
   LaunchOutcome out;
+  // Without a network namespace, --network none is the filter's to keep.
+  auto filter = compile_filter(policy, FilterRung::landlock);
+  if (!filter) {
+    out.error = filter.error();
+    out.timeline = p.timeline;
+    return out;
+  }
+  p.seccomp = std::move(*filter);
   auto tmpdir = make_tmpdir();
   if (!tmpdir) {
     out.error = tmpdir.error();
@@ -251,23 +183,8 @@ LaunchOutcome run(Prepared& p, const Policy& policy, Readiness ready) {
   }
   channel->child.reset();
   fd->reset();
-
-  auto received = receive_until_eof(channel->parent.get());
-  out.timeline = p.timeline;
-  if (received) out.timeline.merge(received->timeline);
-  if (!received || received->error) {
-    int status = 0;
-    ::waitpid(child, &status, 0);
-    sigprocmask(SIG_SETMASK, &original_mask, nullptr);
-    out.error = received ? *received->error : received.error();
-    out.exit_code = out.error->exit_code();
-    out.command_started = out.error->kind == ErrorKind::not_found || out.error->kind == ErrorKind::not_exec;
-    return out;
-  }
-  out.timeline.mark("exec");
-  out.command_started = true;
-  out.exit_code = wait_forwarding(child);
-  end_leftovers();
+  out = supervise(child, channel->parent.get(), p, original_mask);
+  if (out.command_started) end_leftovers();
   sigprocmask(SIG_SETMASK, &original_mask, nullptr);
   return out;
 }

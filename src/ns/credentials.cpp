@@ -27,6 +27,17 @@ Result<std::vector<cap_value_t>> parse_capabilities(const std::vector<std::strin
   return out;
 }
 
+namespace {
+bool holds_effective(cap_value_t cap) {
+  cap_t caps = cap_get_proc();
+  if (caps == nullptr) return false;
+  cap_flag_value_t value = CAP_CLEAR;
+  cap_get_flag(caps, cap, CAP_EFFECTIVE, &value);
+  cap_free(caps);
+  return value == CAP_SET;
+}
+}  // namespace
+
 Result<void> drop_capabilities(const std::vector<cap_value_t>& wanted) {
   // Only what this process holds can be kept ("ALL" means all of those):
   // asking the kernel for more is refused outright.
@@ -45,11 +56,16 @@ Result<void> drop_capabilities(const std::vector<cap_value_t>& wanted) {
   auto kept = [&](cap_value_t c) { return std::find(keep.begin(), keep.end(), c) != keep.end(); };
   // The bounding set must be emptied while CAP_SETPCAP is still effective;
   // it is what keeps a later execve of a setuid or file-capability binary
-  // from regaining anything.
-  const int last = static_cast<int>(cap_max_bits()) - 1;
-  for (cap_value_t c = 0; c <= last; ++c) {
-    if (kept(c)) continue;
-    if (cap_drop_bound(c) != 0 && errno != EINVAL) return fail(sys_error("drop bounding capability", cap_to_name(c)));
+  // from regaining anything. A caller without CAP_SETPCAP (an unprivileged
+  // user on the Landlock rung) cannot touch it, and needs not: with
+  // no_new_privs, exec adds nothing.
+  if (holds_effective(CAP_SETPCAP)) {
+    const int last = static_cast<int>(cap_max_bits()) - 1;
+    for (cap_value_t c = 0; c <= last; ++c) {
+      if (kept(c)) continue;
+      if (cap_drop_bound(c) != 0 && errno != EINVAL)
+        return fail(sys_error("drop bounding capability", cap_to_name(c)));
+    }
   }
   if (cap_reset_ambient() != 0 && errno != EINVAL) return fail(sys_error("clear ambient capabilities"));
 

@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "landlock/kernel.hpp"
 #include "mount/executor.hpp"
 #include "ns/channel.hpp"
 #include "ns/credentials.hpp"
@@ -105,8 +106,10 @@ Error try_exec(Prepared& p) {
   return e;
 }
 
-[[noreturn]] void start_command(int channel, Prepared& p, const sigset_t& original_mask) {
-  if (p.plan.reaper) p.timeline.mark("fork");
+}  // namespace
+
+[[noreturn]] void start_command(int channel, Prepared& p, const sigset_t& original_mask, int landlock_ruleset) {
+  if (p.plan.reaper || landlock_ruleset >= 0) p.timeline.mark("fork");
   reset_signals(original_mask);
   const bool session = p.new_session < 0 ? ::isatty(STDIN_FILENO) == 0 : p.new_session == 1;
   if (session && ::setsid() < 0) die(channel, sys_error("setsid"));
@@ -116,6 +119,10 @@ Error try_exec(Prepared& p) {
   if (auto r = drop_capabilities(keep); !r) die(channel, r.error());
   if (auto r = set_no_new_privs(); !r) die(channel, r.error());
   p.timeline.mark("credentials");
+  if (landlock_ruleset >= 0) {
+    if (auto r = landlock::restrict_self(landlock_ruleset); !r) die(channel, r.error());
+    p.timeline.mark("landlock");
+  }
   // Last: from here on the command's own restrictions apply to us too.
   if (auto r = load_filter(p.seccomp); !r) die(channel, r.error());
   for (const auto& program : p.extra_seccomp)
@@ -128,7 +135,6 @@ Error try_exec(Prepared& p) {
   die(channel, try_exec(p));
 }
 
-// Returns only when the parent is known to be alive with PDEATHSIG armed.
 void arm_die_with_parent(int channel) {
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) die(channel, sys_error("die-with-parent"));
   // The parent may have died before the prctl: its end of the channel is
@@ -136,6 +142,8 @@ void arm_die_with_parent(int channel) {
   struct pollfd pfd{channel, POLLIN, 0};
   if (::poll(&pfd, 1, 0) > 0 && (pfd.revents & POLLHUP)) ::_exit(125);
 }
+
+namespace {
 
 [[noreturn]] void sandbox_child(int channel, Prepared& p, const sigset_t& original_mask) {
   p.timeline.mark("clone");
@@ -226,8 +234,12 @@ LaunchOutcome run_namespaces(Prepared& p) {
     sandbox_child(channel->child.get(), p, original_mask);
   }
   channel->child.reset();
+  return supervise(child, channel->parent.get(), p, original_mask);
+}
 
-  auto received = receive_until_eof(channel->parent.get());
+LaunchOutcome supervise(pid_t child, int channel, Prepared& p, const sigset_t& original_mask) {
+  LaunchOutcome out;
+  auto received = receive_until_eof(channel);
   out.timeline = p.timeline;
   if (received) out.timeline.merge(received->timeline);
   if (!received || received->error) {

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <functional>
+#include <signal.h>
+
 #include <optional>
 #include <string>
 #include <vector>
@@ -48,6 +50,16 @@ struct LaunchOutcome {
 };
 
 LaunchOutcome run_namespaces(Prepared& prepared);
+
+// Shared by the rungs. Child side: the process that becomes the command
+// (session, directory, fds, capabilities, no_new_privs, the Landlock
+// ruleset when one is given, seccomp last, exec); failures go to `channel`.
+[[noreturn]] void start_command(int channel, Prepared& p, const sigset_t& original_mask, int landlock_ruleset = -1);
+// Child side: PDEATHSIG, and a check that the parent did not die before it.
+void arm_die_with_parent(int channel);
+// Parent side, after fork/clone of `child`: reads the channel to its end,
+// then waits for the command, forwarding signals.
+LaunchOutcome supervise(pid_t child, int channel, Prepared& p, const sigset_t& original_mask);
 
 // Runs the command; returns nsrun's exit status (the command's, or 125, 126,
 // 127 for nsrun's own failures, with the message already printed).

@@ -66,7 +66,7 @@ Result<void> write_report(const Policy& policy, const LaunchReport& report) {
   if (policy.report_fd)
     if (auto r = write_all(*policy.report_fd, text, "--report-fd"); !r) return r;
   if (!policy.report_path.empty()) {
-    Fd fd(::open(policy.report_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644));
+    Fd fd(::open(policy.report_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
     if (!fd) return fail(sys_error("write report", policy.report_path));
     if (auto r = write_all(fd.get(), text, policy.report_path); !r) return r;
   }
