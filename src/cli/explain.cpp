@@ -8,7 +8,10 @@
 namespace nsrun {
 
 Result<std::string> explain(const Policy& policy) {
-  std::string out = fmt::format("mode: {}\n", name(policy.mode));
+  // Without the preset the mount list is exactly the one given (the bwrap
+  // dialect): the mode and workspace decide nothing then.
+  std::string out = policy.preset ? fmt::format("mode: {}\n", name(policy.mode))
+                                  : std::string("mode: none (the mount list below is exactly as given)\n");
   if (policy.mode == Mode::full_access) {
     out += "confinement: none (full-access runs the command directly)\n";
     return out;
@@ -17,11 +20,14 @@ Result<std::string> explain(const Policy& policy) {
   if (p.argv.empty()) p.argv = {"(no command)"};
   auto prepared = prepare(p);
   if (!prepared) return fail(prepared.error());
-  out += fmt::format("workspace: {}\n", policy.workspace);
-  for (const auto& w : policy.writable) out += fmt::format("writable: {}\n", w);
+  if (policy.preset) {
+    out += fmt::format("workspace: {}\n", policy.workspace);
+    for (const auto& w : policy.writable) out += fmt::format("writable: {}\n", w);
+  }
   if (!policy.host_backend.empty()) out += fmt::format("host backend: {}\n", policy.host_backend);
   out += describe(prepared->plan);
-  out += "capabilities: all dropped; no_new_privs\n";
+  out += policy.cap_add.empty() ? "capabilities: all dropped; no_new_privs\n"
+                                : fmt::format("capabilities: all dropped but {}; no_new_privs\n", fmt::join(policy.cap_add, " "));
   out += fmt::format("seccomp: {}\n", describe_filter(filter_spec(policy, FilterRung::namespaces), prepared->seccomp));
   out += fmt::format("network: {}\n", policy.network == Network::none
                                            ? "none (a new network namespace with only lo up, 127.0.0.1)"
