@@ -19,6 +19,7 @@
 #include "ns/credentials.hpp"
 #include "ns/launch.hpp"
 #include "policy/validate.hpp"
+#include "sys/io.hpp"
 
 namespace nsrun {
 
@@ -579,18 +580,6 @@ class Parser {
   std::string unsupported_;
 };
 
-Result<std::string> read_all(int fd) {
-  std::string out;
-  char buf[65536];
-  while (true) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return fail(sys_error("read", std::to_string(fd)));
-    if (n == 0) return out;
-    out.append(buf, static_cast<std::size_t>(n));
-  }
-}
-
 bool ends_with_type(std::string_view step, std::string_view& type) {
   if (!step.starts_with("mount ") || !step.ends_with(" on")) return false;
   type = step.substr(6, step.size() - 9);
@@ -630,7 +619,7 @@ BwrapContext read_bwrap_context() {
   ctx.uid = ::getuid();
   ctx.cgroup_ns = ::access("/proc/self/ns/cgroup", F_OK) == 0;
   ctx.selinux = ::access("/sys/fs/selinux/enforce", F_OK) == 0;
-  ctx.read_fd = read_all;
+  ctx.read_fd = [](int fd) { return read_all(fd, "read", std::to_string(fd)); };
   ctx.fd_open = [](int fd) { return ::fcntl(fd, F_GETFD) >= 0; };
   return ctx;
 }

@@ -1,5 +1,7 @@
 #include "ns/status.hpp"
 
+#include "sys/io.hpp"
+
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/stat.h>
@@ -45,13 +47,7 @@ std::string start_status(pid_t child, const NamespaceIds& ids, bool pretty) {
 std::string exit_status_line(int exit_code) { return fmt::format("{{ \"exit-code\": {} }}\n", exit_code); }
 
 Result<void> write_status(int fd, std::string_view text, std::string_view step) {
-  while (!text.empty()) {
-    ssize_t n = ::write(fd, text.data(), text.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return fail(sys_error(step, std::to_string(fd)));
-    text.remove_prefix(static_cast<std::size_t>(n));
-  }
-  return {};
+  return write_all(fd, text, step, std::to_string(fd));
 }
 
 Result<void> wait_on_fd(int fd, std::string_view step) {

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "sys/fd.hpp"
+#include "sys/io.hpp"
 
 namespace nsrun {
 
@@ -149,6 +150,16 @@ auto string_into(M T::*member) {
 }
 
 template <class T>
+auto strings_into(std::vector<std::string> T::*member) {
+  return [member](const Value& v, T& out, const std::string& f) -> Result<void> {
+    auto s = get_strings(f, v);
+    if (!s) return fail(s.error());
+    out.*member = std::move(*s);
+    return {};
+  };
+}
+
+template <class T>
 auto bool_into(bool T::*member) {
   return [member](const Value& v, T& out, const std::string& f) -> Result<void> {
     auto b = get_bool(f, v);
@@ -248,12 +259,7 @@ const Readers<Policy>& policy_readers() {
   static const Readers<Policy> readers = {
       {"mode", enum_into(&Policy::mode, parse_mode)},
       {"workspace", string_into(&Policy::workspace)},
-      {"writable", [](const Value& v, Policy& p, const std::string& f) -> Result<void> {
-         auto s = get_strings(f, v);
-         if (!s) return fail(s.error());
-         p.writable = std::move(*s);
-         return {};
-       }},
+      {"writable", strings_into(&Policy::writable)},
       {"preset", bool_into(&Policy::preset)},
       {"mounts", list_into<MountOp>(&Policy::mounts, mount_from_json)},
       {"namespaces", [](const Value& v, Policy& p, const std::string& f) {
@@ -268,12 +274,7 @@ const Readers<Policy>& policy_readers() {
       {"network", enum_into(&Policy::network, parse_network)},
       {"seccomp", enum_into(&Policy::seccomp, parse_seccomp_mode)},
       {"allow_nested_userns", bool_into(&Policy::allow_nested_userns)},
-      {"cap_add", [](const Value& v, Policy& p, const std::string& f) -> Result<void> {
-         auto s = get_strings(f, v);
-         if (!s) return fail(s.error());
-         p.cap_add = std::move(*s);
-         return {};
-       }},
+      {"cap_add", strings_into(&Policy::cap_add)},
       {"keep_caps", bool_into(&Policy::keep_caps)},
       {"clearenv", bool_into(&Policy::clearenv)},
       {"env", list_into<EnvOp>(&Policy::env, env_from_json)},
@@ -298,12 +299,7 @@ const Readers<Policy>& policy_readers() {
        }},
       {"report_path", string_into(&Policy::report_path)},
       {"report_fd", optional_id_into(&Policy::report_fd)},
-      {"argv", [](const Value& v, Policy& p, const std::string& f) -> Result<void> {
-         auto s = get_strings(f, v);
-         if (!s) return fail(s.error());
-         p.argv = std::move(*s);
-         return {};
-       }},
+      {"argv", strings_into(&Policy::argv)},
       {"argv0", string_into(&Policy::argv0)},
   };
   return readers;
@@ -364,12 +360,9 @@ Result<Policy> from_json(const json::Value& doc, Policy base) {
 Result<Policy> load_policy_file(const std::string& path, Policy base) {
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd) return fail(usage_error("--policy", fmt::format("{}: {}", path, std::strerror(errno))));
-  std::string text;
-  char buf[16384];
-  ssize_t n;
-  while ((n = ::read(fd.get(), buf, sizeof buf)) > 0) text.append(buf, static_cast<std::size_t>(n));
-  if (n < 0) return fail(usage_error("--policy", fmt::format("{}: {}", path, std::strerror(errno))));
-  auto doc = json::parse(text);
+  auto text = read_all(fd.get(), "--policy", path);
+  if (!text) return fail(usage_error("--policy", fmt::format("{}: {}", path, std::strerror(text.error().err))));
+  auto doc = json::parse(*text);
   if (!doc) {
     Error e = doc.error();
     e.step = fmt::format("--policy {}", path);

@@ -4,20 +4,10 @@
 #include <unistd.h>
 
 #include "sys/fd.hpp"
+#include "sys/io.hpp"
 
 namespace nsrun {
 
-namespace {
-Result<void> write_all(int fd, std::string_view text, std::string_view where) {
-  while (!text.empty()) {
-    ssize_t n = ::write(fd, text.data(), text.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return fail(sys_error("write report", where));
-    text.remove_prefix(static_cast<std::size_t>(n));
-  }
-  return {};
-}
-}  // namespace
 
 json::Value to_json(const LaunchReport& r) {
   using json::Value;
@@ -64,11 +54,11 @@ Result<void> write_report(const Policy& policy, const LaunchReport& report) {
   if (policy.report_path.empty() && !policy.report_fd) return {};
   const std::string text = json::dump(to_json(report), false) + "\n";
   if (policy.report_fd)
-    if (auto r = write_all(*policy.report_fd, text, "--report-fd"); !r) return r;
+    if (auto r = write_all(*policy.report_fd, text, "write report", "--report-fd"); !r) return r;
   if (!policy.report_path.empty()) {
     Fd fd(::open(policy.report_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
     if (!fd) return fail(sys_error("write report", policy.report_path));
-    if (auto r = write_all(fd.get(), text, policy.report_path); !r) return r;
+    if (auto r = write_all(fd.get(), text, "write report", policy.report_path); !r) return r;
   }
   return {};
 }
