@@ -18,6 +18,12 @@ Result<std::vector<cap_value_t>> parse_capabilities(const std::vector<std::strin
 // inheritable, permitted and effective sets.
 Result<void> drop_capabilities(const std::vector<cap_value_t>& keep);
 
+// The two halves of drop_capabilities(). The bounding and ambient sets are
+// inherited by fork, so the launch empties them once, before PID 1 forks
+// the command; each process then only sets its own three sets.
+Result<void> drop_bounding_and_ambient(const std::vector<cap_value_t>& keep);
+Result<void> set_capabilities(const std::vector<cap_value_t>& keep);
+
 Result<void> set_no_new_privs();
 
 }  // namespace nsrun
