@@ -3,7 +3,9 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <sys/mount.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <string_view>
@@ -312,6 +314,28 @@ Result<Fd> enter_staging() {
   return fail(Error{"staging", ENOENT, {}, "no directory to stage the new root in"});
 }
 
+// pivot_root refuses to move the initial rootfs (an initramfs as "/", as
+// in a bare microVM image): its mount has no parent, and the kernel answers
+// EINVAL. Stacking a recursive bind of "/" on itself and chrooting into it
+// makes the root an ordinary mount with a parent, so every pivot below
+// works as on any host. The rootfs stays underneath, out of reach: the
+// sandboxed processes hold no capability, and the kernel refuses a new
+// user namespace to a process whose root is not its mount namespace's
+// root, so they cannot gain CAP_SYS_CHROOT to climb out either. A tmpfs
+// root that is a real mount gets the same harmless extra bind.
+Result<void> make_root_pivotable() {
+  struct statfs fs{};
+  if (::statfs("/", &fs) != 0) return fail(sys_error("statfs", "/"));
+  if (fs.f_type != RAMFS_MAGIC && fs.f_type != TMPFS_MAGIC) return {};
+  Fd tree(::open_tree(AT_FDCWD, "/", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE));
+  if (!tree) return fail(sys_error("bind", "/ (initramfs root)"));
+  if (::move_mount(tree.get(), "", AT_FDCWD, "/", MOVE_MOUNT_F_EMPTY_PATH) != 0)
+    return fail(sys_error("mount / on", "/ (initramfs root)"));
+  if (::fchdir(tree.get()) != 0 || ::chroot(".") != 0 || ::chdir("/") != 0)
+    return fail(sys_error("chroot", "/ (initramfs root)"));
+  return {};
+}
+
 }  // namespace
 
 Result<void> build_root(const std::vector<MountStep>& steps, Timeline& timeline) {
@@ -319,6 +343,7 @@ Result<void> build_root(const std::vector<MountStep>& steps, Timeline& timeline)
   // below would propagate back to the host.
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
     return fail(sys_error("make private", "/"));
+  if (auto r = make_root_pivotable(); !r) return r;
 
   auto staging = enter_staging();
   if (!staging) return fail(staging.error());
