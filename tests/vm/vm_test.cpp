@@ -117,8 +117,11 @@ TEST_CASE("a bare microVM image: nsrun on an initramfs root, booted with qemu", 
   REQUIRE(run({"cp", *nsrun_static, root + "/bin/nsrun"}).exit_code == 0);
   write_file(root + "/init", init_script, 0755);
   const std::string initrd = dir / "initrd.cpio";
+  // Owned by root in the image whoever packs it: the sandboxed root has no
+  // CAP_DAC_OVERRIDE, so a workspace owned by the packing user would be
+  // read-only to it.
   RunResult pack = run({"sh", "-c", "cd " + shell_quote(root) + " && find . | " + shell_quote(busybox) +
-                                        " cpio -o -H newc > " + shell_quote(initrd)});
+                                        " cpio -o -H newc -R 0:0 > " + shell_quote(initrd)});
   REQUIRE(pack.exit_code == 0);
 
   std::vector<std::string> argv{*qemu, "-m", "512", "-smp", "2", "-nographic", "-no-reboot", "-kernel", *kernel,
