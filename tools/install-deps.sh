@@ -17,8 +17,9 @@ readonly BACKPORTS_PKGS=(
     "meson 1.1 -"
 )
 # Test-only: bubblewrap is an oracle, busybox-static a tiny static userland,
-# util-linux brings unshare/setpriv/runuser, passwd brings useradd.
-readonly TEST_PKGS=(bubblewrap busybox-static util-linux iproute2 passwd)
+# util-linux brings unshare/setpriv/runuser, passwd brings useradd; qemu and
+# a Debian kernel boot the microVM image test (tests/vm).
+readonly TEST_PKGS=(bubblewrap busybox-static util-linux iproute2 passwd qemu-system-x86 linux-image-amd64)
 readonly BACKPORTS_LIST=/etc/apt/sources.list.d/nsrun-backports.list
 
 say() { printf 'install-deps: %s\n' "$*"; }

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/bench.hpp"
 #include "cli/bwrap.hpp"
 #include "cli/explain.hpp"
 #include "cli/native.hpp"
@@ -38,6 +39,8 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "nsrun: refusing to run setuid or setgid\n");
     return 125;
   }
+  // Before anything else: the bench's payload where there is no /bin/true.
+  if (argc == 2 && argv[1] == nsrun::bench_noop_flag) return 0;
   std::vector<std::string> args(argv + 1, argv + argc);
   // The bwrap dialect: called as `bwrap` (a symlink), as `nsrun bwrap ...`,
   // or explained with `nsrun explain --bwrap ...`.
@@ -48,6 +51,7 @@ int main(int argc, char** argv) {
     return nsrun::bwrap_main("nsrun bwrap", std::span<const std::string>(args).subspan(1));
   if (args.size() >= 2 && args[0] == "explain" && args[1] == "--bwrap")
     return nsrun::bwrap_explain_main(std::span<const std::string>(args).subspan(2));
+  if (!args.empty() && args[0] == "bench") return nsrun::bench_main(std::span(args).subspan(1));
   auto inv = nsrun::parse_native(args, nsrun::read_caller_context());
   if (!inv) return report(inv.error());
 

@@ -16,6 +16,7 @@
 
 #include "landlock/kernel.hpp"
 #include "ns/channel.hpp"
+#include "ns/credentials.hpp"
 #include "ns/reaper.hpp"
 #include "seccomp/filter.hpp"
 #include "sys/fd.hpp"
@@ -86,6 +87,10 @@ void end_leftovers() {
 // Landlock ruleset between no_new_privs and seccomp.
 [[noreturn]] void command_child(int channel, Prepared& p, int ruleset, const sigset_t& original_mask) {
   if (p.die_with_parent) arm_die_with_parent(channel);
+  if (auto r = drop_bounding_and_ambient({}); !r) {
+    send_error(channel, r.error());
+    ::_exit(125);
+  }
   start_command(channel, p, original_mask, ruleset);
 }
 

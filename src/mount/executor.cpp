@@ -3,7 +3,9 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <sys/mount.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <string_view>
@@ -182,6 +184,21 @@ class RootBuilder {
     if (::fchdir(root_.get()) != 0) return fail(sys_error("chdir", "new root"));
     if (sys::pivot_root(".", ".") != 0) return fail(sys_error("pivot_root", "new root"));
     if (::umount2(".", MNT_DETACH) != 0) return fail(sys_error("detach", "old root"));
+    if (::chdir("/") != 0) return fail(sys_error("chdir", "/"));
+    return {};
+  }
+
+  // On an initramfs root a pivot into the new root would leave it a child
+  // of the rootfs, and a process with CAP_SYS_CHROOT in a nested user
+  // namespace could walk ".." from it back up to the rootfs. Instead the
+  // host tree is detached from the staging area and the process chroots
+  // into the new root: its root is then not its mount namespace's root,
+  // so the kernel refuses it (and the command) a new user namespace, and
+  // without one a process with no capabilities cannot leave a chroot.
+  Result<void> enter_by_chroot() {
+    if (::umount2("/oldroot", MNT_DETACH) != 0) return fail(sys_error("detach", "old root"));
+    if (::fchdir(root_.get()) != 0) return fail(sys_error("chdir", "new root"));
+    if (::chroot(".") != 0) return fail(sys_error("chroot", "new root"));
     if (::chdir("/") != 0) return fail(sys_error("chdir", "/"));
     return {};
   }
@@ -395,6 +412,27 @@ Result<Fd> enter_staging() {
   return fail(Error{"staging", ENOENT, {}, "no directory to stage the new root in"});
 }
 
+// pivot_root refuses to move the initial rootfs (an initramfs as "/", as
+// in a bare microVM image): its mount has no parent, and the kernel answers
+// EINVAL. Stacking a recursive bind of "/" on itself and chrooting into it
+// makes the root an ordinary mount with a parent, so the staging pivot
+// works. The final step then differs (see RootBuilder::enter): the rootfs
+// cannot be detached, so the old root is and the process chroots into the
+// new root. Returns whether this was done; a tmpfs root that is a real
+// mount gets the same treatment, harmlessly.
+Result<bool> make_root_pivotable() {
+  struct statfs fs{};
+  if (::statfs("/", &fs) != 0) return fail(sys_error("statfs", "/"));
+  if (fs.f_type != RAMFS_MAGIC && fs.f_type != TMPFS_MAGIC) return false;
+  Fd tree(::open_tree(AT_FDCWD, "/", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE));
+  if (!tree) return fail(sys_error("bind", "/ (initramfs root)"));
+  if (::move_mount(tree.get(), "", AT_FDCWD, "/", MOVE_MOUNT_F_EMPTY_PATH) != 0)
+    return fail(sys_error("mount / on", "/ (initramfs root)"));
+  if (::fchdir(tree.get()) != 0 || ::chroot(".") != 0 || ::chdir("/") != 0)
+    return fail(sys_error("chroot", "/ (initramfs root)"));
+  return true;
+}
+
 }  // namespace
 
 Result<void> build_root(const std::vector<MountStep>& steps, Timeline& timeline) {
@@ -402,6 +440,8 @@ Result<void> build_root(const std::vector<MountStep>& steps, Timeline& timeline)
   // below would propagate back to the host.
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
     return fail(sys_error("make private", "/"));
+  auto ramfs_root = make_root_pivotable();
+  if (!ramfs_root) return fail(ramfs_root.error());
 
   auto staging = enter_staging();
   if (!staging) return fail(staging.error());
@@ -419,7 +459,7 @@ Result<void> build_root(const std::vector<MountStep>& steps, Timeline& timeline)
   for (const MountStep& s : steps)
     if (auto r = builder.run(s); !r) return r;
   timeline.mark("mounts");
-  if (auto r = builder.pivot(); !r) return r;
+  if (auto r = *ramfs_root ? builder.enter_by_chroot() : builder.pivot(); !r) return r;
   timeline.mark("pivot");
   return {};
 }

@@ -1,6 +1,9 @@
 #include "ns/credentials.hpp"
 
+#include <linux/capability.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -28,62 +31,78 @@ Result<std::vector<cap_value_t>> parse_capabilities(const std::vector<std::strin
 }
 
 namespace {
-bool holds_effective(cap_value_t cap) {
-  cap_t caps = cap_get_proc();
-  if (caps == nullptr) return false;
-  cap_flag_value_t value = CAP_CLEAR;
-  cap_get_flag(caps, cap, CAP_EFFECTIVE, &value);
-  cap_free(caps);
-  return value == CAP_SET;
+bool kept(const std::vector<cap_value_t>& keep, cap_value_t c) {
+  return std::find(keep.begin(), keep.end(), c) != keep.end();
+}
+
+struct CapSets {
+  __user_cap_data_struct data[2]{};
+  bool has(cap_value_t c, uint32_t __user_cap_data_struct::*set) const {
+    return c >= 0 && c < 64 && (data[c / 32].*set & (1u << (c % 32))) != 0;
+  }
+};
+
+Result<CapSets> current_sets() {
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  CapSets sets;
+  if (::syscall(SYS_capget, &header, sets.data) != 0) return fail(sys_error("read capabilities"));
+  return sets;
 }
 }  // namespace
 
-Result<void> drop_capabilities(const std::vector<cap_value_t>& wanted) {
-  // Only what this process holds can be kept ("ALL" means all of those):
-  // asking the kernel for more is refused outright.
+std::vector<cap_value_t> held_capabilities(const std::vector<cap_value_t>& wanted) {
   std::vector<cap_value_t> keep;
-  if (!wanted.empty()) {
-    cap_t current = cap_get_proc();
-    if (current == nullptr) return fail(sys_error("read capabilities"));
-    for (cap_value_t c : wanted) {
-      cap_flag_value_t v = CAP_CLEAR;
-      if (cap_get_flag(current, c, CAP_PERMITTED, &v) == 0 && v == CAP_SET && CAP_IS_SUPPORTED(c) &&
-          std::find(keep.begin(), keep.end(), c) == keep.end())
-        keep.push_back(c);
-    }
-    cap_free(current);
-  }
-  auto kept = [&](cap_value_t c) { return std::find(keep.begin(), keep.end(), c) != keep.end(); };
+  auto sets = current_sets();
+  if (!sets) return keep;
+  for (cap_value_t c : wanted)
+    if (sets->has(c, &__user_cap_data_struct::permitted) && !kept(keep, c)) keep.push_back(c);
+  return keep;
+}
+
+// Plain prctl/capset instead of libcap's helpers: cap_reset_ambient() asks
+// about each capability first and cap_set_proc() allocates, which made this
+// step about 85 system calls where 43 do.
+Result<void> drop_bounding_and_ambient(const std::vector<cap_value_t>& keep) {
+  auto sets = current_sets();
+  if (!sets) return fail(sets.error());
   // The bounding set must be emptied while CAP_SETPCAP is still effective;
   // it is what keeps a later execve of a setuid or file-capability binary
-  // from regaining anything. A caller without CAP_SETPCAP (an unprivileged
-  // user on the Landlock rung) cannot touch it, and needs not: with
-  // no_new_privs, exec adds nothing.
-  if (holds_effective(CAP_SETPCAP)) {
-    const int last = static_cast<int>(cap_max_bits()) - 1;
-    for (cap_value_t c = 0; c <= last; ++c) {
-      if (kept(c)) continue;
-      if (cap_drop_bound(c) != 0 && errno != EINVAL)
-        return fail(sys_error("drop bounding capability", cap_to_name(c)));
+  // from regaining anything. The kernel answers EINVAL past its last
+  // capability, which ends the loop without asking for the count first.
+  if (sets->has(CAP_SETPCAP, &__user_cap_data_struct::effective)) {
+    for (cap_value_t c = 0;; ++c) {
+      if (kept(keep, c)) continue;
+      if (::prctl(PR_CAPBSET_DROP, c, 0, 0, 0) == 0) continue;
+      if (errno == EINVAL) break;
+      return fail(sys_error("drop bounding capability", cap_to_name(c)));
     }
   }
-  if (cap_reset_ambient() != 0 && errno != EINVAL) return fail(sys_error("clear ambient capabilities"));
+  if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL)
+    return fail(sys_error("clear ambient capabilities"));
+  return {};
+}
 
-  cap_t caps = cap_init();
-  if (caps == nullptr) return fail(sys_error("cap_init"));
-  if (!keep.empty()) {
-    cap_set_flag(caps, CAP_EFFECTIVE, static_cast<int>(keep.size()), keep.data(), CAP_SET);
-    cap_set_flag(caps, CAP_PERMITTED, static_cast<int>(keep.size()), keep.data(), CAP_SET);
-    cap_set_flag(caps, CAP_INHERITABLE, static_cast<int>(keep.size()), keep.data(), CAP_SET);
+Result<void> set_capabilities(const std::vector<cap_value_t>& keep) {
+  struct __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  struct __user_cap_data_struct data[2]{};
+  for (cap_value_t c : keep) {
+    if (c < 0 || c >= 64) continue;
+    const uint32_t bit = 1u << (c % 32);
+    data[c / 32].effective |= bit;
+    data[c / 32].permitted |= bit;
+    data[c / 32].inheritable |= bit;
   }
-  const int rc = cap_set_proc(caps);
-  const int err = errno;
-  cap_free(caps);
-  if (rc != 0) return fail(sys_error("drop capabilities", {}, err));
+  if (::syscall(SYS_capset, &header, data) != 0) return fail(sys_error("drop capabilities"));
   // Kept capabilities survive execve of an ordinary binary only as ambient.
   for (cap_value_t c : keep)
-    if (cap_set_ambient(c, CAP_SET) != 0) return fail(sys_error("raise ambient capability", cap_to_name(c)));
+    if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, c, 0, 0) != 0)
+      return fail(sys_error("raise ambient capability", cap_to_name(c)));
   return {};
+}
+
+Result<void> drop_capabilities(const std::vector<cap_value_t>& keep) {
+  if (auto r = drop_bounding_and_ambient(keep); !r) return r;
+  return set_capabilities(keep);
 }
 
 Result<void> set_no_new_privs() {

@@ -14,8 +14,22 @@ namespace nsrun {
 // before clone.
 Result<std::vector<cap_value_t>> parse_capabilities(const std::vector<std::string>& names);
 
-// Drops every capability not in `keep` from the bounding, ambient,
-// inheritable, permitted and effective sets.
+// The capabilities of `wanted` this process holds in its permitted set
+// ("ALL" means all of those): asking the kernel for more is refused.
+std::vector<cap_value_t> held_capabilities(const std::vector<cap_value_t>& wanted);
+
+// Empties the bounding and ambient sets but for `keep`. They are inherited
+// by fork, so the namespace rung does this once, before PID 1 forks the
+// command. A process without CAP_SETPCAP (an unprivileged caller on the
+// Landlock rung) cannot change its bounding set and needs not: with
+// no_new_privs, exec adds nothing.
+Result<void> drop_bounding_and_ambient(const std::vector<cap_value_t>& keep);
+
+// Sets this process's effective, permitted and inheritable sets to `keep`,
+// raising the kept ones as ambient so they survive exec.
+Result<void> set_capabilities(const std::vector<cap_value_t>& keep);
+
+// Both of the above.
 Result<void> drop_capabilities(const std::vector<cap_value_t>& keep);
 
 Result<void> set_no_new_privs();

@@ -1,0 +1,333 @@
+#include "bench/bench.hpp"
+
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "policy/json.hpp"
+
+namespace nsrun::bench {
+
+namespace {
+
+bool succeeded(pid_t expected, pid_t got, const Launch& l) {
+  return expected > 0 && got == expected && WIFEXITED(l.status) && WEXITSTATUS(l.status) == 0;
+}
+
+void record(RowResult& r, bool ok, uint64_t wall, const Launch& l) {
+  if (!ok) {
+    r.wall_ns.push_back(0);
+    ++r.failures;
+    return;
+  }
+  r.wall_ns.push_back(std::max<uint64_t>(wall, 1));
+  r.cpu_ns.push_back(l.cpu_ns);
+  r.peak_rss_kib = std::max(r.peak_rss_kib, l.maxrss_kib);
+  if (r.row.nsrun && !l.report.empty()) add_phases(r.phases, l.report);
+}
+
+void throughput(RowResult& r, std::size_t launches, std::size_t k, Launcher& launcher, const Clock& clock) {
+  const uint64_t t0 = clock();
+  std::size_t spawned = 0, done = 0, in_flight = 0;
+  while (done < launches) {
+    while (in_flight < k && spawned < launches) {
+      ++spawned;
+      if (launcher.spawn(r.row) > 0) ++in_flight;
+      else ++done;  // a failed spawn still ends that launch
+    }
+    if (in_flight == 0) continue;
+    auto [pid, l] = launcher.wait_any();
+    if (pid < 0) break;
+    --in_flight;
+    ++done;
+  }
+  r.per_second = per_second(done, clock() - t0);
+}
+
+std::string us(uint64_t ns) { return fmt::format("{:.1f}", static_cast<double>(ns) / 1000.0); }
+
+std::string ms(uint64_t ns) { return fmt::format("{:.2f}", static_cast<double>(ns) / 1e6); }
+
+std::string json_string(std::string_view s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) out += fmt::format("\\u{:04x}", c);
+        else out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+std::string json_number(std::optional<double> v) { return v ? fmt::format("{:.3f}", *v) : "null"; }
+
+std::string xml_escape(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+uint64_t phase_median(const PhaseSamples& p) {
+  std::vector<uint64_t> v = p.micros;
+  if (v.empty()) return 0;
+  return summarize(std::move(v)).p50;
+}
+
+}  // namespace
+
+void add_phases(std::vector<PhaseSamples>& phases, const std::string& report) {
+  auto doc = json::parse(report);
+  if (!doc || !doc->is_object()) return;
+  const json::Value* list = doc->find("phases");
+  if (list == nullptr || !list->is_array()) return;
+  for (const json::Value& item : list->as_array()) {
+    if (!item.is_object()) continue;
+    const json::Value* name = item.find("name");
+    const json::Value* micros = item.find("micros");
+    if (name == nullptr || micros == nullptr || !name->is_string() || !micros->is_int()) continue;
+    auto it = std::find_if(phases.begin(), phases.end(), [&](const PhaseSamples& p) { return p.name == name->as_string(); });
+    if (it == phases.end()) it = phases.insert(phases.end(), PhaseSamples{name->as_string(), {}});
+    it->micros.push_back(static_cast<uint64_t>(micros->as_int()));
+  }
+}
+
+Results measure(std::vector<Row> rows, const Options& options, Launcher& launcher, const Clock& clock) {
+  Results res;
+  res.options = options;
+  for (Row& row : rows) {
+    if (row.available)
+      if (auto why = launcher.check(row)) row.available = false, row.reason = *why;
+    RowResult r;
+    r.row = std::move(row);
+    res.rows.push_back(std::move(r));
+  }
+  std::vector<std::size_t> live;
+  for (std::size_t i = 0; i < res.rows.size(); ++i)
+    if (res.rows[i].row.available) live.push_back(i);
+
+  const std::size_t rounds = options.warmup + options.launches;
+  for (std::size_t round = 0; round < rounds; ++round) {
+    // A B C, then C B A: a drift that is linear in time costs every row the same.
+    for (std::size_t k = 0; k < live.size(); ++k) {
+      RowResult& r = res.rows[live[round % 2 == 0 ? k : live.size() - 1 - k]];
+      const uint64_t t0 = clock();
+      const pid_t pid = launcher.spawn(r.row);
+      std::pair<pid_t, Launch> done{-1, Launch{}};
+      if (pid > 0) done = launcher.wait_any();
+      const uint64_t t1 = clock();
+      if (round < options.warmup) continue;
+      record(r, succeeded(pid, done.first, done.second), t1 - t0, done.second);
+    }
+  }
+  if (options.concurrency > 0)
+    for (std::size_t i : live) throughput(res.rows[i], options.launches, options.concurrency, launcher, clock);
+  compute(res);
+  return res;
+}
+
+void compute(Results& res) {
+  res.baseline.reset();
+  res.bare.reset();
+  for (std::size_t i = 0; i < res.rows.size(); ++i) {
+    RowResult& r = res.rows[i];
+    std::vector<uint64_t> ok;
+    for (uint64_t v : r.wall_ns)
+      if (v != 0) ok.push_back(v);
+    r.latency = summarize(std::move(ok));
+    r.cpu_ns_mean = r.cpu_ns.empty() ? 0 : summarize(r.cpu_ns).mean;
+    if (!r.row.available || r.latency.n == 0) continue;
+    if (r.row.name == res.options.baseline) res.baseline = i;
+    if (r.row.name == "bare") res.bare = i;
+  }
+  for (RowResult& r : res.rows) {
+    r.ratio.reset();
+    r.overhead_ratio.reset();
+    if (!r.row.available || r.latency.n == 0) continue;
+    if (res.baseline) r.ratio = paired_ratio(r.wall_ns, res.rows[*res.baseline].wall_ns);
+    if (res.baseline && res.bare && &r != &res.rows[*res.bare]) {
+      const double bare = static_cast<double>(res.rows[*res.bare].latency.p50);
+      const double base = static_cast<double>(res.rows[*res.baseline].latency.p50) - bare;
+      if (base > 0) r.overhead_ratio = (static_cast<double>(r.latency.p50) - bare) / base;
+    }
+  }
+}
+
+std::string format_table(const Results& res) {
+  const Options& o = res.options;
+  std::string out = fmt::format("nsrun bench: payload {}; {} launches per row after {} warm-up rounds, interleaved\n",
+                                res.payload, o.launches, o.warmup);
+  out += fmt::format("baseline for ratios: {}\n\n",
+                     res.baseline ? res.rows[*res.baseline].row.name : std::string("none (not measured)"));
+  std::size_t w = 4;
+  for (const RowResult& r : res.rows) w = std::max(w, r.row.name.size());
+  out += fmt::format("{:<{}}  {:>7} {:>7} {:>7} {:>7} {:>7}  {:>8} {:>8}  {:>7} {:>9}{}\n", "row", w, "min", "p50",
+                     "p90", "p99", "max", "cpu", "peakRSS", "ratio", "overhead", o.concurrency ? "   launch/s" : "");
+  out += fmt::format("{:<{}}  {:>7} {:>7} {:>7} {:>7} {:>7}  {:>8} {:>8}  {:>7} {:>9}{}\n", "", w, "ms", "ms", "ms",
+                     "ms", "ms", "ms", "KiB", "paired", "ratio", o.concurrency ? fmt::format("  K={:>5}", o.concurrency) : "");
+  for (const RowResult& r : res.rows) {
+    if (!r.row.available) {
+      out += fmt::format("{:<{}}  unavailable ({})\n", r.row.name, w, r.row.reason);
+      continue;
+    }
+    if (r.latency.n == 0) {
+      out += fmt::format("{:<{}}  every launch failed\n", r.row.name, w);
+      continue;
+    }
+    const Summary& s = r.latency;
+    auto ratio = [](const std::optional<double>& v) { return v ? fmt::format("{:.2f}x", *v) : std::string("-"); };
+    out += fmt::format("{:<{}}  {:>7} {:>7} {:>7} {:>7} {:>7}  {:>8} {:>8}  {:>7} {:>9}{}{}\n", r.row.name, w, ms(s.min),
+                       ms(s.p50), ms(s.p90), ms(s.p99), ms(s.max), ms(r.cpu_ns_mean), r.peak_rss_kib, ratio(r.ratio),
+                       ratio(r.overhead_ratio), o.concurrency ? fmt::format("  {:>9.0f}", r.per_second) : "",
+                       r.failures ? fmt::format("  ({} failed)", r.failures) : "");
+  }
+  out +=
+      "\nratio: median over launches i of row[i] / baseline[i]; overhead ratio: (p50 - bare p50) / (baseline p50 - bare p50);\n"
+      "cpu: mean user+system time of the launch and its children; peakRSS: largest ru_maxrss of a launch.\n";
+
+  // Phases: one column per nsrun row, one line per phase, medians in µs.
+  std::vector<const RowResult*> ns;
+  std::vector<std::string> names;
+  for (const RowResult& r : res.rows) {
+    if (!r.row.nsrun || r.phases.empty()) continue;
+    ns.push_back(&r);
+    for (const PhaseSamples& p : r.phases)
+      if (std::find(names.begin(), names.end(), p.name) == names.end()) names.push_back(p.name);
+  }
+  if (ns.empty()) return out;
+  out += "\nnsrun phases (median µs, from --report-fd):\n";
+  std::size_t cw = 8;
+  auto short_name = [](const std::string& n) { return n.starts_with("nsrun ") ? n.substr(6) : n; };
+  for (const RowResult* r : ns) cw = std::max(cw, short_name(r->row.name).size());
+  out += fmt::format("{:<12}", "phase");
+  for (const RowResult* r : ns) out += fmt::format(" {:>{}}", short_name(r->row.name), cw);
+  out += '\n';
+  for (const std::string& name : names) {
+    out += fmt::format("{:<12}", name);
+    for (const RowResult* r : ns) {
+      auto it = std::find_if(r->phases.begin(), r->phases.end(), [&](const PhaseSamples& p) { return p.name == name; });
+      out += fmt::format(" {:>{}}", it == r->phases.end() ? std::string("-") : std::to_string(phase_median(*it)), cw);
+    }
+    out += '\n';
+  }
+  return out;
+}
+
+std::string to_json(const Results& res) {
+  const Options& o = res.options;
+  std::string out = "{\n";
+  out += fmt::format("  \"tool\": \"nsrun bench\",\n  \"version\": {},\n", json_string(NSRUN_VERSION));
+  out += fmt::format("  \"payload\": {},\n", json_string(res.payload));
+  out += fmt::format("  \"launches\": {},\n  \"warmup\": {},\n  \"concurrency\": {},\n", o.launches, o.warmup, o.concurrency);
+  out += fmt::format("  \"baseline\": {},\n", res.baseline ? json_string(res.rows[*res.baseline].row.name) : "null");
+  out += "  \"rows\": [";
+  for (std::size_t i = 0; i < res.rows.size(); ++i) {
+    const RowResult& r = res.rows[i];
+    out += i == 0 ? "\n    {" : ",\n    {";
+    out += fmt::format("\"name\": {}, \"command\": [", json_string(r.row.name));
+    for (std::size_t a = 0; a < r.row.argv.size(); ++a) out += (a ? ", " : "") + json_string(r.row.argv[a]);
+    out += fmt::format("], \"nsrun\": {}, \"available\": {}, \"reason\": {},\n", r.row.nsrun, r.row.available,
+                       r.row.available ? "null" : json_string(r.row.reason));
+    const Summary& s = r.latency;
+    out += fmt::format("     \"launches\": {}, \"failures\": {},\n", s.n, r.failures);
+    out += fmt::format("     \"latency_us\": {{\"min\": {}, \"p50\": {}, \"p90\": {}, \"p99\": {}, \"max\": {}, \"mean\": {}}},\n",
+                       us(s.min), us(s.p50), us(s.p90), us(s.p99), us(s.max), us(s.mean));
+    out += fmt::format("     \"cpu_us_mean\": {}, \"peak_rss_kib\": {}, \"ratio\": {}, \"overhead_ratio\": {},\n",
+                       us(r.cpu_ns_mean), r.peak_rss_kib, json_number(r.ratio), json_number(r.overhead_ratio));
+    out += fmt::format("     \"launches_per_s\": {},\n",
+                       o.concurrency && r.row.available ? json_number(r.per_second) : "null");
+    out += "     \"phases_us\": [";
+    for (std::size_t p = 0; p < r.phases.size(); ++p) {
+      const PhaseSamples& ph = r.phases[p];
+      Summary ps = summarize(ph.micros);
+      out += fmt::format("{}{{\"name\": {}, \"p50\": {}, \"mean\": {}}}", p ? ", " : "", json_string(ph.name), ps.p50, ps.mean);
+    }
+    out += "],\n     \"samples_us\": [";
+    for (std::size_t k = 0; k < r.wall_ns.size(); ++k) out += (k ? ", " : "") + us(r.wall_ns[k]);
+    out += "]}";
+  }
+  out += "\n  ]\n}\n";
+  return out;
+}
+
+std::string to_svg(const Results& res) {
+  constexpr double W = 940, H = 500, left = 70, right = 330, top = 40, bottom = 60;
+  const double pw = W - left - right, ph = H - top - bottom;
+  static constexpr const char* colours[] = {"#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e",
+                                            "#e6ab02", "#a6761d", "#666666", "#1f78b4", "#b2182b"};
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (const RowResult& r : res.rows)
+    if (r.row.available && r.latency.n) lo = std::min(lo, r.latency.min), hi = std::max(hi, r.latency.max);
+  std::string out = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
+      "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"{0}\" height=\"{1}\" fill=\"white\"/>\n",
+      W, H);
+  out += fmt::format("<text x=\"{}\" y=\"22\" font-size=\"15\">nsrun bench: launch latency CDF ({} launches per row, payload {})</text>\n",
+                     left, res.options.launches, xml_escape(res.payload));
+  if (hi == 0) return out + "<text x=\"70\" y=\"80\">no row was measured</text>\n</svg>\n";
+  // Log scale on whole decades around the data, so rows far apart stay readable.
+  const double lmin = std::floor(std::log10(static_cast<double>(lo) / 1e6) * 2) / 2;
+  double lmax = std::ceil(std::log10(static_cast<double>(hi) / 1e6) * 2) / 2;
+  if (lmax <= lmin) lmax = lmin + 0.5;
+  auto x_of = [&](double ms_) { return left + (std::log10(ms_) - lmin) / (lmax - lmin) * pw; };
+  auto y_of = [&](double f) { return top + (1.0 - f) * ph; };
+  out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#444\"/>\n", left, top, pw, ph);
+  for (double d = std::floor(lmin); d <= lmax; d += 1)
+    for (double m : {1.0, 2.0, 5.0}) {
+      const double v = m * std::pow(10.0, d);
+      const double lv = std::log10(v);
+      if (lv < lmin - 1e-9 || lv > lmax + 1e-9) continue;
+      const double x = x_of(v);
+      out += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#ddd\"/>\n", x, top, top + ph);
+      out += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{:g}</text>\n", x, top + ph + 16, v);
+    }
+  for (double f : {0.0, 0.25, 0.5, 0.75, 1.0}) {
+    out += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"#ddd\"{}/>\n", left, y_of(f), left + pw,
+                       y_of(f), f == 0.5 ? " stroke-dasharray=\"4 3\" stroke-width=\"1.5\"" : "");
+    out += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{:g}</text>\n", left - 6, y_of(f) + 4, f);
+  }
+  out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">launch latency, ms (log scale)</text>\n",
+                     left + pw / 2, H - 18);
+  out += fmt::format("<text transform=\"translate(18 {}) rotate(-90)\" text-anchor=\"middle\">fraction of launches</text>\n",
+                     top + ph / 2);
+  std::size_t shown = 0;
+  for (const RowResult& r : res.rows) {
+    if (!r.row.available || r.latency.n == 0) continue;
+    const char* colour = colours[shown % std::size(colours)];
+    std::vector<uint64_t> v;
+    for (uint64_t s : r.wall_ns)
+      if (s) v.push_back(s);
+    std::sort(v.begin(), v.end());
+    std::string pts = fmt::format("{:.1f},{:.1f}", x_of(static_cast<double>(v.front()) / 1e6), y_of(0));
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      const double x = x_of(static_cast<double>(v[i]) / 1e6);
+      pts += fmt::format(" {0:.1f},{1:.1f} {0:.1f},{2:.1f}", x, y_of(static_cast<double>(i) / v.size()),
+                         y_of(static_cast<double>(i + 1) / v.size()));
+    }
+    out += fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"2\" points=\"{}\"/>\n", colour, pts);
+    const double ly = top + 10 + 20.0 * shown;
+    out += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"{3}\" stroke-width=\"3\"/>\n", left + pw + 15,
+                       ly, left + pw + 40, colour);
+    out += fmt::format("<text x=\"{}\" y=\"{}\">{} (p50 {} ms)</text>\n", left + pw + 46, ly + 4, xml_escape(r.row.name),
+                       ms(r.latency.p50));
+    ++shown;
+  }
+  return out + "</svg>\n";
+}
+
+}  // namespace nsrun::bench

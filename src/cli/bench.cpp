@@ -1,0 +1,373 @@
+#include "cli/bench.hpp"
+
+#include <dirent.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "bench/spawn.hpp"
+#include "ns/timeline.hpp"
+
+namespace nsrun {
+
+namespace {
+
+constexpr std::string_view own_rows[] = {"bare", "read-only", "workspace-write", "network-none", "landlock"};
+
+Result<std::size_t> parse_count(std::string_view option, const std::string& text, std::size_t min) {
+  std::size_t n = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (ec != std::errc() || end != text.data() + text.size() || n < min)
+    return fail(usage_error(option, fmt::format("'{}' is not a number >= {}", text, min)));
+  return n;
+}
+
+// PATH lookup done before measuring, so that no row pays for it in the timing.
+std::optional<std::string> resolve(const std::string& name) {
+  if (name.find('/') != std::string::npos) {
+    if (::access(name.c_str(), X_OK) == 0) return name;
+    return std::nullopt;
+  }
+  const char* path = std::getenv("PATH");
+  std::string_view rest = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  while (true) {
+    const std::size_t colon = rest.find(':');
+    std::string dir(rest.substr(0, colon));
+    if (dir.empty()) dir = ".";
+    std::string candidate = dir + "/" + name;
+    struct stat st{};
+    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(candidate.c_str(), X_OK) == 0)
+      return candidate;
+    if (colon == std::string_view::npos) return std::nullopt;
+    rest.remove_prefix(colon + 1);
+  }
+}
+
+std::string self_path() {
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return {};
+  return std::string(buf, static_cast<std::size_t>(n));
+}
+
+// A private scratch directory: the workspace of every row, and the
+// directories the bind rows mount.
+class Scratch {
+ public:
+  ~Scratch() {
+    for (std::size_t i = binds_; i-- > 0;) ::rmdir(bind_dir(i).c_str());
+    if (binds_) ::rmdir((dir_ + "/binds").c_str());
+    if (!dir_.empty()) ::rmdir(dir_.c_str());
+  }
+  Result<void> create(std::size_t binds) {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string templ = fmt::format("{}/nsrun-bench.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (::mkdtemp(templ.data()) == nullptr) return fail(sys_error("mkdtemp", templ));
+    dir_ = templ;
+    if (binds == 0) return {};
+    if (::mkdir((dir_ + "/binds").c_str(), 0755) != 0) return fail(sys_error("mkdir", dir_ + "/binds"));
+    for (; binds_ < binds; ++binds_)
+      if (::mkdir(bind_dir(binds_).c_str(), 0755) != 0) return fail(sys_error("mkdir", bind_dir(binds_)));
+    return {};
+  }
+  const std::string& dir() const { return dir_; }
+  std::string bind_dir(std::size_t i) const { return fmt::format("{}/binds/{}", dir_, i); }
+
+ private:
+  std::string dir_;
+  std::size_t binds_ = 0;
+};
+
+bench::Row nsrun_row(const BenchArgs& a, const std::string& ws, std::string name, std::string_view mode,
+                     std::vector<std::string> extra) {
+  bench::Row r;
+  r.name = std::move(name);
+  r.nsrun = true;
+  r.argv = {a.nsrun, "--mode", std::string(mode), "--workspace", ws, "--report-fd", "3"};
+  r.argv.insert(r.argv.end(), extra.begin(), extra.end());
+  r.argv.push_back("--");
+  r.argv.insert(r.argv.end(), a.payload.begin(), a.payload.end());
+  return r;
+}
+
+bench::Row peer_row(const BenchArgs& a, const std::string& ws, const std::string& spec, std::vector<std::string>& taken) {
+  bench::Row r;
+  std::vector<std::string> words;
+  if (spec == "bwrap") {
+    r.name = "bwrap";
+    words = {"bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--bind", ws, ws,
+             "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--new-session"};
+  } else if (spec == "unshare") {
+    r.name = "unshare";
+    words = {"unshare", "--user", "--map-root-user", "--pid", "--fork", "--mount", "--ipc", "--uts", "--"};
+  } else {
+    words = split_command_line(spec).value_or(std::vector<std::string>{});
+    if (words.empty()) {
+      r.name = spec;
+      r.available = false;
+      r.reason = "empty or badly quoted command line";
+      return r;
+    }
+    r.name = words.front().substr(words.front().rfind('/') + 1);
+  }
+  // Two peers of the same program get distinct names: bwrap, bwrap#2...
+  const std::string base = r.name;
+  for (int k = 2; std::find(taken.begin(), taken.end(), r.name) != taken.end(); ++k) r.name = fmt::format("{}#{}", base, k);
+  taken.push_back(r.name);
+  bool placed = false;
+  for (const std::string& w : words) {
+    if (w == "{}") {
+      r.argv.insert(r.argv.end(), a.payload.begin(), a.payload.end());
+      placed = true;
+    } else {
+      r.argv.push_back(w == "{ws}" ? ws : w);
+    }
+  }
+  if (!placed) r.argv.insert(r.argv.end(), a.payload.begin(), a.payload.end());
+  if (auto path = resolve(r.argv.front())) {
+    r.argv.front() = *path;
+  } else {
+    r.available = false;
+    r.reason = fmt::format("{} not found", r.argv.front());
+  }
+  return r;
+}
+
+bool wanted(const BenchArgs& a, std::string_view row) {
+  return a.rows.empty() || std::find(a.rows.begin(), a.rows.end(), row) != a.rows.end();
+}
+
+Result<void> write_file(const std::string& path, const std::string& text) {
+  std::FILE* f = std::fopen(path.c_str(), "we");
+  if (f == nullptr) return fail(sys_error("open", path));
+  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  if (std::fclose(f) != 0 || !ok) return fail(sys_error("write", path));
+  return {};
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> split_command_line(std::string_view text) {
+  std::vector<std::string> out;
+  std::string word;
+  bool in_word = false;
+  char quote = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quote != 0) {
+      if (c == quote) quote = 0;
+      else if (c == '\\' && quote == '"' && i + 1 < text.size()) word += text[++i];
+      else word += c;
+    } else if (c == '\'' || c == '"') {
+      quote = c;
+      in_word = true;
+    } else if (c == '\\') {
+      if (i + 1 == text.size()) return fail(usage_error("--vs", "a trailing backslash"));
+      word += text[++i];
+      in_word = true;
+    } else if (c == ' ' || c == '\t' || c == '\n') {
+      if (in_word) out.push_back(std::move(word)), word.clear(), in_word = false;
+    } else {
+      word += c;
+      in_word = true;
+    }
+  }
+  if (quote != 0) return fail(usage_error("--vs", fmt::format("unterminated {} quote", quote)));
+  if (in_word) out.push_back(std::move(word));
+  return out;
+}
+
+Result<BenchArgs> parse_bench(std::span<const std::string> args) {
+  BenchArgs a;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    std::string arg = args[i];
+    std::optional<std::string> inline_value;
+    if (auto eq = arg.find('='); eq != std::string::npos && arg.starts_with("--")) {
+      inline_value = arg.substr(eq + 1);
+      arg.resize(eq);
+    }
+    auto value = [&]() -> Result<std::string> {
+      if (inline_value) return *inline_value;
+      if (i + 1 >= args.size()) return fail(usage_error(arg, "needs a value"));
+      return args[++i];
+    };
+    if (arg == "--help" || arg == "-h") {
+      a.help = true;
+      return a;
+    }
+    auto v = arg.starts_with("-") ? value() : Result<std::string>(fail(usage_error(arg, "unexpected argument (see nsrun bench --help)")));
+    if (!v) return fail(v.error());
+    if (arg == "--launches" || arg == "-n") {
+      auto n = parse_count(arg, *v, 1);
+      if (!n) return fail(n.error());
+      a.options.launches = *n;
+    } else if (arg == "--warmup") {
+      auto n = parse_count(arg, *v, 0);
+      if (!n) return fail(n.error());
+      a.options.warmup = *n;
+    } else if (arg == "--concurrency") {
+      auto n = parse_count(arg, *v, 1);
+      if (!n) return fail(n.error());
+      a.options.concurrency = *n;
+    } else if (arg == "--binds") {
+      auto n = parse_count(arg, *v, 0);
+      if (!n) return fail(n.error());
+      a.binds = *n;
+    } else if (arg == "--vs") {
+      if (v->empty()) return fail(usage_error(arg, "an empty command line"));
+      a.peers.push_back(*v);
+    } else if (arg == "--baseline") {
+      a.options.baseline = *v;
+      a.baseline_given = true;
+    } else if (arg == "--rows") {
+      std::string_view rest = *v;
+      while (!rest.empty()) {
+        const std::size_t comma = rest.find(',');
+        std::string_view name = rest.substr(0, comma);
+        if (std::find(std::begin(own_rows), std::end(own_rows), name) == std::end(own_rows))
+          return fail(usage_error(arg, fmt::format("unknown row '{}' (bare, read-only, workspace-write, network-none, landlock)", name)));
+        a.rows.emplace_back(name);
+        rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+      }
+    } else if (arg == "--payload") {
+      auto words = split_command_line(*v);
+      if (!words) return fail(words.error());
+      if (words->empty()) return fail(usage_error(arg, "an empty command line"));
+      a.payload = std::move(*words);
+    } else if (arg == "--nsrun") {
+      a.nsrun = *v;
+    } else if (arg == "--json") {
+      a.json_path = *v;
+    } else if (arg == "--plot") {
+      a.plot_path = *v;
+    } else {
+      return fail(usage_error(arg, "unknown option (see nsrun bench --help)"));
+    }
+  }
+  return a;
+}
+
+std::string bench_usage() {
+  return
+      "usage: nsrun bench [OPTIONS]\n"
+      "\n"
+      "Measures sandbox start-up latency: spawn to exit of a no-op payload, bare and\n"
+      "under nsrun (read-only, workspace-write, network-none, landlock) and under\n"
+      "peers, interleaved launch by launch in one run.\n"
+      "\n"
+      "options:\n"
+      "  --launches N, -n N     measured launches per row (default 200)\n"
+      "  --warmup N             unmeasured rounds first (default 10)\n"
+      "  --concurrency K        also measure launches/s with K launches in flight\n"
+      "  --vs CMDLINE           a peer row; the payload is appended, or put where {}\n"
+      "                         stands; {ws} is the bench's workspace. Built-ins:\n"
+      "                         --vs bwrap (bwrap's equivalent of workspace-write),\n"
+      "                         --vs unshare (util-linux unshare, namespaces only)\n"
+      "  --baseline ROW         row the ratios are against (default: the first --vs\n"
+      "                         peer, else bare)\n"
+      "  --rows LIST            nsrun's own rows to run, comma-separated, from\n"
+      "                         bare,read-only,workspace-write,network-none,landlock\n"
+      "  --binds N              add a workspace-write row with N extra read-only binds\n"
+      "  --payload CMDLINE      the payload (default /bin/true, else nsrun --bench-noop)\n"
+      "  --nsrun PATH           the nsrun binary to measure (default: this one)\n"
+      "  --json FILE            write every figure as JSON (see docs/bench.md)\n"
+      "  --plot FILE.svg        write the latency CDFs as a self-contained SVG\n";
+}
+
+int bench_main(std::span<const std::string> args) {
+  auto parsed = parse_bench(args);
+  if (!parsed) {
+    fmt::print(stderr, "nsrun: bench: {}\n", parsed.error().message());
+    return 125;
+  }
+  BenchArgs a = std::move(*parsed);
+  if (a.help) {
+    fmt::print("{}", bench_usage());
+    return 0;
+  }
+  const std::string self = self_path();
+  if (a.nsrun.empty()) a.nsrun = self;
+  if (a.nsrun.empty()) {
+    fmt::print(stderr, "nsrun: bench: cannot find nsrun's own binary (no /proc/self/exe); give --nsrun PATH\n");
+    return 125;
+  }
+  if (a.payload.empty()) {
+    if (::access("/bin/true", X_OK) == 0) a.payload = {"/bin/true"};
+    else a.payload = {self.empty() ? a.nsrun : self, std::string(bench_noop_flag)};
+  } else if (auto p = resolve(a.payload.front())) {
+    a.payload.front() = *p;
+  } else {
+    fmt::print(stderr, "nsrun: bench: --payload: {} not found\n", a.payload.front());
+    return 125;
+  }
+
+  Scratch scratch;
+  if (auto r = scratch.create(a.binds); !r) {
+    fmt::print(stderr, "nsrun: bench: {}\n", r.error().message());
+    return 125;
+  }
+  const std::string& ws = scratch.dir();
+
+  std::vector<bench::Row> rows;
+  if (wanted(a, "bare")) {
+    bench::Row bare;
+    bare.name = "bare";
+    bare.argv = a.payload;
+    rows.push_back(std::move(bare));
+  }
+  if (wanted(a, "read-only")) rows.push_back(nsrun_row(a, ws, "nsrun read-only", "read-only", {}));
+  if (wanted(a, "workspace-write")) rows.push_back(nsrun_row(a, ws, "nsrun workspace-write", "workspace-write", {}));
+  if (wanted(a, "network-none"))
+    rows.push_back(nsrun_row(a, ws, "nsrun network-none", "workspace-write", {"--network", "none"}));
+  if (wanted(a, "landlock"))
+    rows.push_back(nsrun_row(a, ws, "nsrun landlock", "workspace-write", {"--backend", "landlock"}));
+  if (a.binds > 0) {
+    std::vector<std::string> extra;
+    for (std::size_t i = 0; i < a.binds; ++i) extra.insert(extra.end(), {"--ro", scratch.bind_dir(i)});
+    rows.push_back(nsrun_row(a, ws, fmt::format("nsrun +{} ro binds", a.binds), "workspace-write", std::move(extra)));
+  }
+  std::vector<std::string> taken;
+  for (const auto& r : rows) taken.push_back(r.name);
+  std::optional<std::string> first_peer;
+  for (const std::string& spec : a.peers) {
+    rows.push_back(peer_row(a, ws, spec, taken));
+    if (!first_peer) first_peer = rows.back().name;
+  }
+  if (!a.baseline_given) a.options.baseline = first_peer.value_or("bare");
+  if (std::none_of(rows.begin(), rows.end(), [&](const bench::Row& r) { return r.name == a.options.baseline; })) {
+    fmt::print(stderr, "nsrun: bench: --baseline: no row named '{}'\n", a.options.baseline);
+    return 125;
+  }
+
+  auto launcher = bench::process_launcher();
+  if (!launcher) {
+    fmt::print(stderr, "nsrun: bench: {}\n", launcher.error().message());
+    return 125;
+  }
+  bench::Results res = bench::measure(std::move(rows), a.options, **launcher, &Timeline::now_ns);
+  res.payload.clear();
+  for (const auto& w : a.payload) {
+    if (!res.payload.empty()) res.payload += ' ';
+    res.payload += w;
+  }
+
+  fmt::print("{}", bench::format_table(res));
+  std::fflush(stdout);
+  int code = 0;
+  if (!a.json_path.empty())
+    if (auto r = write_file(a.json_path, bench::to_json(res)); !r)
+      fmt::print(stderr, "nsrun: bench: {}\n", r.error().message()), code = 125;
+  if (!a.plot_path.empty())
+    if (auto r = write_file(a.plot_path, bench::to_svg(res)); !r)
+      fmt::print(stderr, "nsrun: bench: {}\n", r.error().message()), code = 125;
+  return code;
+}
+
+}  // namespace nsrun

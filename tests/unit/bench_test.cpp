@@ -1,0 +1,256 @@
+// `nsrun bench` arithmetic on a fake clock and a fake launcher: no process is
+// spawned and no speed is asserted.
+#include <sys/wait.h>
+
+#include <map>
+#include <regex>
+
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_floating_point.hpp>
+
+#include "bench/bench.hpp"
+#include "bench/stats.hpp"
+#include "cli/bench.hpp"
+#include "policy/json.hpp"
+
+using namespace nsrun::bench;
+using Catch::Matchers::WithinAbs;
+
+namespace {
+
+// Each launch of a row takes a scripted duration on the fake clock; the
+// launcher advances the clock by it when the launch is waited for.
+class FakeLauncher final : public Launcher {
+ public:
+  explicit FakeLauncher(uint64_t& clock) : clock_(clock) {}
+
+  std::map<std::string, std::vector<uint64_t>> durations;  // cycled per row
+  std::map<std::string, std::string> refuse;               // row -> reason
+  std::vector<std::string> order;                          // every spawn, in order
+  std::string report;                                      // returned to nsrun rows
+
+  std::optional<std::string> check(const Row& row) override {
+    if (auto it = refuse.find(row.name); it != refuse.end()) return it->second;
+    return std::nullopt;
+  }
+  pid_t spawn(const Row& row) override {
+    order.push_back(row.name);
+    auto& d = durations.at(row.name);
+    const uint64_t took = d[count_[row.name]++ % d.size()];
+    pending_.push_back({next_pid_, took, row.nsrun});
+    return next_pid_++;
+  }
+  std::pair<pid_t, Launch> wait_any() override {
+    if (pending_.empty()) return {-1, {}};
+    auto p = pending_.front();
+    pending_.erase(pending_.begin());
+    clock_ += p.took;
+    Launch l;
+    l.status = 0;  // exited 0
+    l.cpu_ns = p.took / 2;
+    l.maxrss_kib = 1000 + static_cast<long>(p.took / 1000);
+    if (p.nsrun) l.report = report;
+    return {p.pid, l};
+  }
+
+ private:
+  struct Pending {
+    pid_t pid;
+    uint64_t took;
+    bool nsrun;
+  };
+  uint64_t& clock_;
+  std::map<std::string, std::size_t> count_;
+  std::vector<Pending> pending_;
+  pid_t next_pid_ = 100;
+};
+
+Row row(std::string name, bool nsrun = false) {
+  Row r;
+  r.name = std::move(name);
+  r.argv = {"/bin/true"};
+  r.nsrun = nsrun;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("percentiles follow the nearest-rank rule") {
+  std::vector<uint64_t> v;
+  for (uint64_t i = 1; i <= 100; ++i) v.push_back(i);
+  CHECK(percentile(v, 50) == 50);
+  CHECK(percentile(v, 90) == 90);
+  CHECK(percentile(v, 99) == 99);
+  CHECK(percentile(v, 100) == 100);
+  const std::vector<uint64_t> three{10, 20, 30};
+  CHECK(percentile(three, 50) == 20);
+  CHECK(percentile(three, 99) == 30);
+  CHECK(percentile(std::vector<uint64_t>{7}, 1) == 7);
+
+  Summary s = summarize({5, 1, 4, 2, 3});
+  CHECK(s.n == 5);
+  CHECK(s.min == 1);
+  CHECK(s.max == 5);
+  CHECK(s.p50 == 3);
+  CHECK(s.mean == 3);
+  CHECK(summarize({}).n == 0);
+}
+
+TEST_CASE("paired ratios are the median of per-launch ratios, failed pairs left out") {
+  const std::vector<uint64_t> base{100, 100, 200, 400, 100};
+  const std::vector<uint64_t> row{50, 60, 100, 0, 300};  // 0.5 0.6 0.5 - 3.0
+  auto r = paired_ratio(row, base);
+  REQUIRE(r);
+  CHECK_THAT(*r, WithinAbs(0.55, 1e-9));  // median of 0.5 0.5 0.6 3.0
+  CHECK_FALSE(paired_ratio(std::vector<uint64_t>{0}, std::vector<uint64_t>{5}));
+  CHECK(*median({3.0, 1.0, 2.0}) == 2.0);
+  CHECK_THAT(per_second(50, 2'000'000'000), WithinAbs(25.0, 1e-9));
+  CHECK(per_second(1, 0) == 0.0);
+}
+
+TEST_CASE("measure interleaves rows, reverses every other round and times each launch on the clock") {
+  uint64_t now = 0;
+  FakeLauncher fake(now);
+  fake.durations["bare"] = {1'000'000};
+  fake.durations["nsrun workspace-write"] = {3'000'000, 5'000'000};
+  fake.durations["peer"] = {8'000'000, 10'000'000};
+  fake.report = R"({"phases":[{"name":"clone","micros":700},{"name":"exec","micros":900}],"launch_micros":1600})";
+  Options o;
+  o.launches = 4;
+  o.warmup = 1;
+  o.baseline = "peer";
+  Results res = measure({row("bare"), row("nsrun workspace-write", true), row("peer")}, o, fake, [&] { return now; });
+
+  // 5 rounds: forward, backward, forward...
+  REQUIRE(fake.order.size() == 15);
+  CHECK(fake.order[0] == "bare");
+  CHECK(fake.order[3] == "peer");
+  CHECK(fake.order[5] == "bare");
+  CHECK(fake.order[6] == "bare");
+
+  REQUIRE(res.rows.size() == 3);
+  const RowResult& bare = res.rows[0];
+  const RowResult& ns = res.rows[1];
+  const RowResult& peer = res.rows[2];
+  CHECK(bare.wall_ns == std::vector<uint64_t>{1'000'000, 1'000'000, 1'000'000, 1'000'000});
+  // The warm-up round took the first scripted value; measured ones alternate.
+  CHECK(ns.wall_ns == std::vector<uint64_t>{5'000'000, 3'000'000, 5'000'000, 3'000'000});
+  CHECK(peer.wall_ns == std::vector<uint64_t>{10'000'000, 8'000'000, 10'000'000, 8'000'000});
+  CHECK(ns.latency.min == 3'000'000);
+  CHECK(ns.latency.p50 == 3'000'000);
+  CHECK(ns.latency.max == 5'000'000);
+  CHECK(ns.latency.mean == 4'000'000);
+  CHECK(ns.cpu_ns_mean == 2'000'000);
+  CHECK(ns.peak_rss_kib == 1000 + 5000);
+
+  REQUIRE(res.baseline == 2u);
+  REQUIRE(res.bare == 0u);
+  CHECK_THAT(*ns.ratio, WithinAbs(0.4375, 1e-9));  // 0.5, 0.375 paired: median 0.4375
+  CHECK_THAT(*peer.ratio, WithinAbs(1.0, 1e-9));
+  // (3 - 1) / (8 - 1) on the p50s.
+  CHECK_THAT(*ns.overhead_ratio, WithinAbs(2.0 / 7.0, 1e-9));
+  CHECK_FALSE(bare.overhead_ratio);
+
+  REQUIRE(ns.phases.size() == 2);
+  CHECK(ns.phases[0].name == "clone");
+  CHECK(ns.phases[0].micros == std::vector<uint64_t>(4, 700));
+  CHECK(bare.phases.empty());
+}
+
+TEST_CASE("an unavailable row is reported with its reason and never launched") {
+  uint64_t now = 0;
+  FakeLauncher fake(now);
+  fake.durations["bare"] = {1'000'000};
+  fake.durations["nsrun landlock"] = {1'000'000};
+  fake.refuse["nsrun landlock"] = "nsrun: --backend: unknown option";
+  Options o;
+  o.launches = 3;
+  o.warmup = 0;
+  o.baseline = "bare";
+  Results res = measure({row("bare"), row("nsrun landlock", true)}, o, fake, [&] { return now; });
+  CHECK(std::count(fake.order.begin(), fake.order.end(), "nsrun landlock") == 0);
+  CHECK_FALSE(res.rows[1].row.available);
+  CHECK(res.rows[1].row.reason == "nsrun: --backend: unknown option");
+  CHECK(format_table(res).find("unavailable (nsrun: --backend: unknown option)") != std::string::npos);
+}
+
+TEST_CASE("the concurrency pass counts launches per second on the clock") {
+  uint64_t now = 0;
+  FakeLauncher fake(now);
+  fake.durations["bare"] = {1'000'000};  // the fake finishes launches one at a time
+  Options o;
+  o.launches = 10;
+  o.warmup = 0;
+  o.concurrency = 3;
+  o.baseline = "bare";
+  Results res = measure({row("bare")}, o, fake, [&] { return now; });
+  CHECK_THAT(res.rows[0].per_second, WithinAbs(1000.0, 1e-6));  // 10 launches in 10 ms
+}
+
+TEST_CASE("the JSON has every documented field") {
+  uint64_t now = 0;
+  FakeLauncher fake(now);
+  fake.durations["bare"] = {1'000'000};
+  fake.durations["nsrun read-only"] = {2'000'000};
+  fake.durations["bwrap"] = {4'000'000};
+  fake.refuse["bwrap"] = "bwrap not found";
+  fake.report = R"({"phases":[{"name":"clone","micros":700}]})";
+  Options o;
+  o.launches = 5;
+  o.warmup = 0;
+  o.concurrency = 2;
+  o.baseline = "bare";
+  Results res = measure({row("bare"), row("nsrun read-only", true), row("bwrap")}, o, fake, [&] { return now; });
+  res.payload = "/bin/true";
+  const std::string text = to_json(res);
+  // nsrun's JSON reader takes integers only: drop the fractions to check
+  // the structure with it.
+  const std::string ints = std::regex_replace(text, std::regex(R"((\d)\.\d+)"), "$1");
+  auto doc = nsrun::json::parse(ints);
+  REQUIRE(doc);
+  for (const char* key : {"tool", "version", "payload", "launches", "warmup", "concurrency", "baseline", "rows"})
+    CHECK(doc->find(key) != nullptr);
+  CHECK(doc->find("baseline")->as_string() == "bare");
+  const auto& rows = doc->find("rows")->as_array();
+  REQUIRE(rows.size() == 3);
+  for (const auto& r : rows)
+    for (const char* key : {"name", "command", "nsrun", "available", "reason", "launches", "failures", "latency_us",
+                            "cpu_us_mean", "peak_rss_kib", "ratio", "overhead_ratio", "launches_per_s", "phases_us",
+                            "samples_us"})
+      CHECK(r.find(key) != nullptr);
+  const auto& ro = rows[1];
+  for (const char* key : {"min", "p50", "p90", "p99", "max", "mean"}) CHECK(ro.find("latency_us")->find(key)->is_int());
+  CHECK(ro.find("latency_us")->find("p50")->as_int() == 2000);
+  CHECK(ro.find("ratio")->as_int() == 2);
+  CHECK(ro.find("samples_us")->as_array().size() == 5);
+  CHECK(ro.find("phases_us")->as_array().at(0).find("name")->as_string() == "clone");
+  CHECK(rows[2].find("available")->as_bool() == false);
+  CHECK(rows[2].find("reason")->as_string() == "bwrap not found");
+  CHECK(rows[2].find("ratio")->is_null());
+
+  const std::string svg = to_svg(res);
+  CHECK(svg.starts_with("<svg"));
+  CHECK(svg.find("nsrun read-only") != std::string::npos);
+  CHECK(std::count(svg.begin(), svg.end(), '\n') > 10);
+  CHECK(svg.find("</svg>") != std::string::npos);
+}
+
+TEST_CASE("bench options and --vs command lines") {
+  auto words = nsrun::split_command_line(R"(bwrap --bind "a b" 'c d' e\ f {})");
+  REQUIRE(words);
+  CHECK(*words == std::vector<std::string>{"bwrap", "--bind", "a b", "c d", "e f", "{}"});
+  CHECK_FALSE(nsrun::split_command_line("x 'open"));
+
+  std::vector<std::string> args{"-n", "7", "--warmup=2", "--vs", "bwrap", "--rows", "bare,read-only", "--binds", "1000"};
+  auto a = nsrun::parse_bench(args);
+  REQUIRE(a);
+  CHECK(a->options.launches == 7);
+  CHECK(a->options.warmup == 2);
+  CHECK(a->peers == std::vector<std::string>{"bwrap"});
+  CHECK(a->rows == std::vector<std::string>{"bare", "read-only"});
+  CHECK(a->binds == 1000);
+  std::vector<std::string> bad{"--rows", "fast"};
+  CHECK_FALSE(nsrun::parse_bench(bad));
+  std::vector<std::string> zero{"--launches", "0"};
+  CHECK_FALSE(nsrun::parse_bench(zero));
+}

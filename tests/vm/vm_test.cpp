@@ -1,0 +1,170 @@
+// The bare microVM image: an initramfs holding only the static nsrun, a
+// static busybox and a tiny init, booted with qemu. "/" is then the initial
+// rootfs, where the kernel refuses pivot_root. Inside, the init runs nsrun
+// in read-only and workspace-write modes and `nsrun bench`, and prints what
+// happened on the serial console, which this test reads.
+//
+// Needs qemu-system-x86_64, a kernel image (/boot/vmlinuz-*, or
+// $NSRUN_TEST_KERNEL), a static busybox and the static nsrun; skips loudly
+// without them ("vm" in $NSRUN_TEST_REQUIRE turns the skip into a failure).
+#include "harness.hpp"
+
+#include <dirent.h>
+#include <elf.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <catch2/catch_test_macros.hpp>
+
+using namespace nsrun_test;
+
+namespace {
+
+std::optional<std::string> in_path(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::string_view rest = path ? path : "/usr/bin:/bin";
+  while (!rest.empty()) {
+    const std::size_t colon = rest.find(':');
+    std::string candidate = std::string(rest.substr(0, colon)) + "/" + name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    if (colon == std::string_view::npos) break;
+    rest.remove_prefix(colon + 1);
+  }
+  return std::nullopt;
+}
+
+// The newest readable /boot/vmlinuz-*, by name.
+std::optional<std::string> kernel_image() {
+  if (const char* k = std::getenv("NSRUN_TEST_KERNEL")) return std::string(k);
+  std::vector<std::string> found;
+  if (DIR* d = ::opendir("/boot")) {
+    while (dirent* e = ::readdir(d)) {
+      std::string name = e->d_name;
+      if (name.starts_with("vmlinuz-") && ::access(("/boot/" + name).c_str(), R_OK) == 0) found.push_back("/boot/" + name);
+    }
+    ::closedir(d);
+  }
+  if (found.empty()) return std::nullopt;
+  std::sort(found.begin(), found.end());
+  return found.back();
+}
+
+// A 64-bit ELF with no PT_INTERP needs no dynamic loader in the image.
+bool is_static(const std::string& path) {
+  const std::string bytes = read_file(path);
+  if (bytes.size() < sizeof(Elf64_Ehdr) || bytes.compare(0, 4, ELFMAG) != 0) return false;
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, bytes.data(), sizeof eh);
+  for (unsigned i = 0; i < eh.e_phnum; ++i) {
+    const std::size_t at = eh.e_phoff + static_cast<std::size_t>(i) * eh.e_phentsize;
+    if (at + sizeof(Elf64_Phdr) > bytes.size()) return false;
+    Elf64_Phdr ph;
+    std::memcpy(&ph, bytes.data() + at, sizeof ph);
+    if (ph.p_type == PT_INTERP) return false;
+  }
+  return true;
+}
+
+constexpr std::string_view init_script = R"INIT(#!/bin/busybox sh
+/bin/busybox --install -s /bin
+export PATH=/bin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+echo "NSRUN-VM: root fs $(stat -f -c %T /)"
+cd /work/ws
+echo "NSRUN-VM: host pidns $(readlink /proc/self/ns/pid)"
+nsrun -- sh -c 'echo "NSRUN-VM: sandbox pidns $(readlink /proc/self/ns/pid) pid $$"'
+nsrun --mode read-only -- sh -c 'echo x > /work/ws/ro-file' 2>/tmp/err; echo "NSRUN-VM: read-only write exit $? $(cat /tmp/err)"
+[ -e /work/ws/ro-file ] && echo "NSRUN-VM: ro-file exists" || echo "NSRUN-VM: ro-file absent"
+nsrun --mode workspace-write -- sh -c 'echo hello > /work/ws/ws-file'; echo "NSRUN-VM: workspace write exit $?"
+echo "NSRUN-VM: ws-file on the host: $(cat /work/ws/ws-file 2>&1)"
+nsrun -- sh -c 'echo x > /etc/outside' 2>/tmp/err; echo "NSRUN-VM: outside write exit $? $(cat /tmp/err)"
+[ -e /etc/outside ] && echo "NSRUN-VM: outside-file exists" || echo "NSRUN-VM: outside-file absent"
+echo marker > /tmp/host-marker
+nsrun -- sh -c 'cd /; cd ../../..; [ -e tmp/host-marker ] && echo "NSRUN-VM: climbed out" || echo "NSRUN-VM: still inside"'
+nsrun -- sh -c 'unshare -U true 2>/dev/null && echo "NSRUN-VM: nested userns made" || echo "NSRUN-VM: nested userns refused"'
+echo "NSRUN-VM: bench start"
+nsrun bench -n 30 --warmup 3 --rows bare,read-only,workspace-write; echo "NSRUN-VM: bench exit $?"
+echo "NSRUN-VM: done"
+poweroff -f
+)INIT";
+
+}  // namespace
+
+TEST_CASE("a bare microVM image: nsrun on an initramfs root, booted with qemu", "[vm]") {
+  auto qemu = in_path("qemu-system-x86_64");
+  if (!qemu) unavailable("vm", "qemu-system-x86_64 not found (tools/install-deps.sh --test installs qemu-system-x86)");
+  auto kernel = kernel_image();
+  if (!kernel) unavailable("vm", "no readable /boot/vmlinuz-* (tools/install-deps.sh --test installs linux-image-amd64)");
+  auto nsrun_static = nsrun_static_path();
+  if (!nsrun_static) unavailable("vm", "no static nsrun beside the suite (tools/run-tests.sh without --quick builds it)");
+  std::string busybox;
+  for (const char* b : {"/bin/busybox", "/usr/bin/busybox"})
+    if (::access(b, X_OK) == 0 && is_static(b)) busybox = b;
+  if (busybox.empty()) unavailable("vm", "no static busybox (Debian busybox-static)");
+
+  TempDir dir("vm");
+  const std::string root = dir / "root";
+  for (const char* d : {"", "/bin", "/proc", "/sys", "/dev", "/tmp", "/etc", "/work", "/work/ws"}) make_dir(root + d);
+  REQUIRE(run({"cp", busybox, root + "/bin/busybox"}).exit_code == 0);
+  REQUIRE(run({"cp", *nsrun_static, root + "/bin/nsrun"}).exit_code == 0);
+  write_file(root + "/init", init_script, 0755);
+  const std::string initrd = dir / "initrd.cpio";
+  // Owned by root in the image whoever packs it: the sandboxed root has no
+  // CAP_DAC_OVERRIDE, so a workspace owned by the packing user would be
+  // read-only to it.
+  RunResult pack = run({"sh", "-c", "cd " + shell_quote(root) + " && find . | " + shell_quote(busybox) +
+                                        " cpio -o -H newc -R 0:0 > " + shell_quote(initrd)});
+  REQUIRE(pack.exit_code == 0);
+
+  std::vector<std::string> argv{*qemu, "-m", "512", "-smp", "2", "-nographic", "-no-reboot", "-kernel", *kernel,
+                                "-initrd", initrd, "-append", "console=ttyS0 panic=-1 quiet"};
+  // KVM when this user can open it, else software emulation (slower, still
+  // well under the limit below).
+  if (::access("/dev/kvm", R_OK | W_OK) == 0) argv.insert(argv.end(), {"-enable-kvm", "-cpu", "host"});
+  else argv.insert(argv.end(), {"-accel", "tcg", "-cpu", "max"});
+  RunResult vm = run(argv, RunOptions{.timeout = 180s});
+  const std::string& out = vm.out;
+  INFO("console:\n" << out << vm.err);
+  REQUIRE(out.find("NSRUN-VM: done") != std::string::npos);
+
+  // "/" really is the initial ramfs (tmpfs or ramfs), where pivot_root fails.
+  CHECK((out.find("NSRUN-VM: root fs tmpfs") != std::string::npos ||
+         out.find("NSRUN-VM: root fs ramfs") != std::string::npos));
+  // A PID namespace of its own: another pid:[...] and the command is PID 2.
+  const auto host = out.find("NSRUN-VM: host pidns pid:[");
+  const auto inside = out.find("NSRUN-VM: sandbox pidns pid:[");
+  REQUIRE(host != std::string::npos);
+  REQUIRE(inside != std::string::npos);
+  const std::string host_ns = out.substr(host + 22, out.find(']', host) - host - 22);
+  const std::string inside_ns = out.substr(inside + 25, out.find(']', inside) - inside - 25);
+  CHECK(host_ns != inside_ns);
+  CHECK(out.find("] pid 2") != std::string::npos);
+  // read-only: the write fails with EROFS and nothing appears.
+  CHECK(out.find("NSRUN-VM: read-only write exit 1") != std::string::npos);
+  CHECK(out.find("Read-only file system") != std::string::npos);
+  CHECK(out.find("NSRUN-VM: ro-file absent") != std::string::npos);
+  // workspace-write: the workspace file is on the host, a write outside fails.
+  CHECK(out.find("NSRUN-VM: workspace write exit 0") != std::string::npos);
+  CHECK(out.find("NSRUN-VM: ws-file on the host: hello") != std::string::npos);
+  CHECK(out.find("NSRUN-VM: outside write exit 1") != std::string::npos);
+  CHECK(out.find("NSRUN-VM: outside-file absent") != std::string::npos);
+  // The rootfs is still underneath the sandbox's root (pivot_root cannot
+  // move it): ".." stops at the root, and no user namespace can be made to
+  // regain CAP_SYS_CHROOT (the kernel refuses one to a chrooted process;
+  // on an ordinary host the same `unshare -U true` succeeds).
+  CHECK(out.find("NSRUN-VM: still inside") != std::string::npos);
+  CHECK(out.find("NSRUN-VM: nested userns refused") != std::string::npos);
+  // The bench ran and printed its rows and the phases.
+  CHECK(out.find("NSRUN-VM: bench exit 0") != std::string::npos);
+  CHECK(out.find("nsrun workspace-write") != std::string::npos);
+  CHECK(out.find("nsrun phases") != std::string::npos);
+  CHECK(out.find("pivot_root") == std::string::npos);  // no launch failed on it
+}
