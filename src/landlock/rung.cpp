@@ -57,6 +57,11 @@ void remove_tree(const std::string& dir) {
 void end_leftovers() {
   const pid_t self = ::getpid();
   while (true) {
+    // The usual case, no process left, costs one call and no /proc scan.
+    int status = 0;
+    const pid_t reaped = ::waitpid(-1, &status, WNOHANG);
+    if (reaped < 0 && errno == ECHILD) return;
+    if (reaped > 0) continue;
     DIR* proc = ::opendir("/proc");
     if (proc != nullptr) {
       while (dirent* e = ::readdir(proc)) {
@@ -78,20 +83,8 @@ void end_leftovers() {
       }
       ::closedir(proc);
     }
-    int status = 0;
     if (::waitpid(-1, &status, 0) < 0 && errno == ECHILD) return;
   }
-}
-
-// The command's side: the same steps as on the namespace rung, with the
-// Landlock ruleset between no_new_privs and seccomp.
-[[noreturn]] void command_child(int channel, Prepared& p, int ruleset, const sigset_t& original_mask) {
-  if (p.die_with_parent) arm_die_with_parent(channel);
-  if (auto r = drop_bounding_and_ambient({}); !r) {
-    send_error(channel, r.error());
-    ::_exit(125);
-  }
-  start_command(channel, p, original_mask, ruleset);
 }
 
 void set_env(std::vector<std::string>& env, std::string_view name, std::string_view value) {
@@ -175,16 +168,12 @@ LaunchOutcome run(Prepared& p, const Policy& policy, Readiness ready) {
   sigset_t original_mask;
   const sigset_t blocked = blocked_for_launch();
   sigprocmask(SIG_BLOCK, &blocked, &original_mask);
-  const pid_t child = ::fork();
+  const pid_t child = spawn_command(channel->child.get(), p, original_mask, fd->get(), channel->parent.get());
   if (child < 0) {
     out.error = sys_error("fork", "command");
     sigprocmask(SIG_SETMASK, &original_mask, nullptr);
     out.timeline = p.timeline;
     return out;
-  }
-  if (child == 0) {
-    channel->parent.reset();
-    command_child(channel->child.get(), p, fd->get(), original_mask);
   }
   channel->child.reset();
   fd->reset();

@@ -142,34 +142,47 @@ struct CommandStart {
   int channel;
   Prepared* p;
   const sigset_t* original_mask;
+  int landlock_ruleset;
+  int close_in_child;
 };
 
 int command_main(void* arg) {
   auto* start = static_cast<CommandStart*>(arg);
-  start_command(start->channel, *start->p, *start->original_mask);
+  // The fd table is the child's own (no CLONE_FILES), the memory is not:
+  // close the raw fd, never through the parent's Fd object.
+  if (start->close_in_child >= 0) ::close(start->close_in_child);
+  if (start->landlock_ruleset >= 0) {
+    // On the Landlock rung nsrun itself is the parent: nothing emptied the
+    // bounding set before.
+    if (start->p->die_with_parent) arm_die_with_parent(start->channel);
+    if (auto r = drop_bounding_and_ambient({}); !r) die(start->channel, r.error());
+  }
+  start_command(start->channel, *start->p, *start->original_mask, start->landlock_ruleset);
 }
 
-// PID 1 starts the command the way posix_spawn does: CLONE_VM|CLONE_VFORK
-// on a stack of its own. No page tables are copied and neither process
-// takes copy-on-write faults afterwards (each one a trap to the hypervisor
-// on a VM); fork() here cost about 0.9 ms of the launch. PID 1 sleeps
-// until the command has exec'd or died, so the two never run on the shared
-// memory at once; the command's allocations are left behind in PID 1's
-// heap, which is harmless. Signal handlers, fds and the working directory
-// stay per process (no CLONE_SIGHAND, CLONE_FILES or CLONE_FS).
-pid_t spawn_command(int channel, Prepared& p, const sigset_t& original_mask) {
+}  // namespace
+
+// The command starts the way posix_spawn starts a program: CLONE_VM|
+// CLONE_VFORK on a stack of its own. No page tables are copied and neither
+// process takes copy-on-write faults afterwards (each one a trap to the
+// hypervisor on a VM); fork() here cost about 0.9 ms of the launch. The
+// parent sleeps until the command has exec'd or died, so the two never run
+// on the shared memory at once; the command's allocations are left behind
+// in the parent's heap, which is harmless. Signal handlers, fds and the
+// working directory stay per process (no CLONE_SIGHAND, CLONE_FILES or
+// CLONE_FS).
+pid_t spawn_command(int channel, Prepared& p, const sigset_t& original_mask, int landlock_ruleset,
+                    int close_in_child) {
   constexpr std::size_t stack_size = 256 * 1024;
   void* stack = ::mmap(nullptr, stack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
   if (stack == MAP_FAILED) return -1;
-  CommandStart start{channel, &p, &original_mask};
+  CommandStart start{channel, &p, &original_mask, landlock_ruleset, close_in_child};
   const pid_t pid = ::clone(command_main, static_cast<char*>(stack) + stack_size, CLONE_VM | CLONE_VFORK | SIGCHLD, &start);
   const int err = errno;
   ::munmap(stack, stack_size);
   errno = err;
   return pid;
 }
-
-}  // namespace
 
 void arm_die_with_parent(int channel) {
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) die(channel, sys_error("die-with-parent"));
