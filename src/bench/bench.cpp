@@ -51,21 +51,7 @@ std::string us(uint64_t ns) { return fmt::format("{:.1f}", static_cast<double>(n
 
 std::string ms(uint64_t ns) { return fmt::format("{:.2f}", static_cast<double>(ns) / 1e6); }
 
-std::string json_string(std::string_view s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) out += fmt::format("\\u{:04x}", c);
-        else out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
+std::string json_string(std::string_view s) { return json::quote(s); }
 
 std::string json_number(std::optional<double> v) { return v ? fmt::format("{:.3f}", *v) : "null"; }
 

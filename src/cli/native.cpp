@@ -39,6 +39,21 @@ Handler set_enum(E Policy::*member, std::optional<E> (*parse)(std::string_view),
   };
 }
 
+Handler set_string(std::string Policy::*member) {
+  return [member](Policy& p, Args a) -> Result<void> {
+    p.*member = a[0];
+    return {};
+  };
+}
+
+template <class T>
+Handler set_value(T Policy::*member, T value) {
+  return [member, value](Policy& p, Args) -> Result<void> {
+    p.*member = value;
+    return {};
+  };
+}
+
 Handler add_mount(MountOp::Kind kind) {
   return [kind](Policy& p, Args a) -> Result<void> {
     MountOp m;
@@ -78,10 +93,7 @@ const std::vector<Option>& options() {
       {"--mode", 1, "MODE", "read-only, workspace-write (default) or full-access",
        set_enum(&Policy::mode, parse_mode, "--mode", "read-only, workspace-write or full-access")},
       {"--workspace", 1, "DIR", "the workspace (default: the current directory)",
-       [](Policy& p, Args a) -> Result<void> {
-         p.workspace = a[0];
-         return {};
-       }},
+       set_string(&Policy::workspace)},
       {"--writable", 1, "DIR", "another writable root (repeatable)",
        [](Policy& p, Args a) -> Result<void> {
          p.writable.push_back(a[0]);
@@ -91,26 +103,17 @@ const std::vector<Option>& options() {
       {"--hide", 1, "DIR", "cover DIR with an empty read-only directory", add_mount(MountOp::Kind::hide)},
       {"--tmpfs", 1, "DIR", "an empty private tmpfs on DIR", add_mount(MountOp::Kind::tmpfs)},
       {"--chdir", 1, "DIR", "working directory inside (default: the current one, else /)",
-       [](Policy& p, Args a) -> Result<void> {
-         p.chdir = a[0];
-         return {};
-       }},
+       set_string(&Policy::chdir)},
       {"--setenv", 2, "NAME VALUE", "set a variable", add_env(EnvOp::Kind::set)},
       {"--unsetenv", 1, "NAME", "remove a variable", add_env(EnvOp::Kind::unset)},
       {"--clearenv", 0, "", "start from an empty environment",
-       [](Policy& p, Args) -> Result<void> {
-         p.clearenv = true;
-         return {};
-       }},
+       set_value(&Policy::clearenv, true)},
       {"--proc", 1, "MODE", "auto (default), fresh, host-bind or none",
        set_enum(&Policy::proc, parse_proc_mode, "--proc", "auto, fresh, host-bind or none")},
       {"--backend", 1, "RUNG", "auto (default: namespaces, else landlock), namespaces or landlock",
        set_enum(&Policy::backend, parse_backend, "--backend", "auto, namespaces or landlock")},
       {"--as-pid-1", 0, "", "the command is PID 1 (no reaper)",
-       [](Policy& p, Args) -> Result<void> {
-         p.as_pid_1 = true;
-         return {};
-       }},
+       set_value(&Policy::as_pid_1, true)},
       {"--policy", 1, "FILE", "read a Policy from JSON; later options override it",
        [](Policy& p, Args a) -> Result<void> {
          auto loaded = load_policy_file(a[0], p);
@@ -119,10 +122,7 @@ const std::vector<Option>& options() {
          return {};
        }},
       {"--report", 1, "PATH", "write a JSON launch report to PATH",
-       [](Policy& p, Args a) -> Result<void> {
-         p.report_path = a[0];
-         return {};
-       }},
+       set_string(&Policy::report_path)},
       {"--report-fd", 1, "FD", "write the JSON launch report to FD",
        [](Policy& p, Args a) -> Result<void> {
          auto fd = parse_fd("--report-fd", a[0]);
@@ -141,25 +141,16 @@ const std::vector<Option>& options() {
          return {};
        }},
       {"--allow-nested-userns", 0, "", "let the command make user namespaces of its own",
-       [](Policy& p, Args) -> Result<void> {
-         p.allow_nested_userns = true;
-         return {};
-       }},
+       set_value(&Policy::allow_nested_userns, true)},
       {"--share-ipc", 0, "", "keep the host's IPC namespace", share_namespace(&Namespaces::ipc)},
       {"--share-uts", 0, "", "keep the host's UTS namespace (and hostname)", share_namespace(&Namespaces::uts)},
       {"--share-cgroup", 0, "", "keep the host's cgroup namespace", share_namespace(&Namespaces::cgroup)},
       {"--env-allow", 1, "GLOB", "keep only variables matching GLOB (repeatable)", add_env(EnvOp::Kind::allow)},
       {"--env-deny", 1, "GLOB", "remove variables matching GLOB (repeatable)", add_env(EnvOp::Kind::deny)},
       {"--new-session", 0, "", "always setsid (default: only when stdin is not a terminal)",
-       [](Policy& p, Args) -> Result<void> {
-         p.new_session = true;
-         return {};
-       }},
+       set_value(&Policy::new_session, std::optional<bool>(true))},
       {"--no-new-session", 0, "", "never setsid (TIOCSTI stays refused by the filter)",
-       [](Policy& p, Args) -> Result<void> {
-         p.new_session = false;
-         return {};
-       }},
+       set_value(&Policy::new_session, std::optional<bool>(false))},
       {"--pass-fd", 1, "FD", "keep FD open for the command (repeatable)",
        [](Policy& p, Args a) -> Result<void> {
          auto fd = parse_fd("--pass-fd", a[0]);
@@ -256,6 +247,8 @@ std::string native_usage() {
       "       nsrun policy [OPTIONS]              print the resolved Policy as JSON\n"
       "       nsrun explain [OPTIONS] [-- COMMAND] print the plan; run nothing\n"
       "       nsrun probe [--json] [OPTIONS]       which rungs this host allows, and why not\n"
+      "       nsrun bench [BENCH-OPTIONS]         measure start-up latency (nsrun bench --help)\n"
+      "       nsrun bwrap [BWRAP-OPTIONS] [--] COMMAND   bubblewrap's command line (also as `bwrap`)\n"
       "\n"
       "Runs COMMAND in a sandbox: it may read the host's files and write only its\n"
       "workspace (the current directory), the --writable roots and a private /tmp.\n"

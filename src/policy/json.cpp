@@ -342,26 +342,7 @@ class Writer {
     out_.append(2 * static_cast<size_t>(level), ' ');
   }
 
-  void string(std::string_view s) {
-    out_ += '"';
-    for (char c : s) {
-      switch (c) {
-        case '"': out_ += "\\\""; break;
-        case '\\': out_ += "\\\\"; break;
-        case '\b': out_ += "\\b"; break;
-        case '\f': out_ += "\\f"; break;
-        case '\n': out_ += "\\n"; break;
-        case '\r': out_ += "\\r"; break;
-        case '\t': out_ += "\\t"; break;
-        default:
-          if (static_cast<unsigned char>(c) < 0x20)
-            fmt::format_to(std::back_inserter(out_), "\\u{:04x}", static_cast<unsigned>(c));
-          else
-            out_ += c;  // UTF-8, and any other byte, as is: parse() takes it back
-      }
-    }
-    out_ += '"';
-  }
+  void string(std::string_view s) { out_ += quote(s); }
 
   bool pretty_;
   std::string out_;
@@ -370,6 +351,28 @@ class Writer {
 }  // namespace
 
 Result<Value> parse(std::string_view text) { return Parser(text).document(); }
+
+std::string quote(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20)
+          fmt::format_to(std::back_inserter(out), "\\u{:04x}", static_cast<unsigned>(c));
+        else
+          out += c;  // UTF-8, and any other byte, as is: parse() takes it back
+    }
+  }
+  out += '"';
+  return out;
+}
 
 std::string dump(const Value& v, bool pretty) {
   Writer w(pretty);

@@ -96,4 +96,8 @@ Result<Value> parse(std::string_view text);
 // parse(dump(v)) == v for every Value.
 std::string dump(const Value& v, bool pretty = true);
 
+// One string as a JSON string literal, quotes included (for writers that
+// build documents by hand, e.g. with fractional numbers).
+std::string quote(std::string_view s);
+
 }  // namespace nsrun::json
