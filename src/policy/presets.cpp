@@ -2,14 +2,16 @@
 
 namespace nsrun {
 
-namespace {
-MountOp op(MountOp::Kind kind, std::string source, std::string dest) {
+MountOp mount_op(MountOp::Kind kind, std::string source, std::string dest) {
   MountOp m;
   m.kind = kind;
   m.source = std::move(source);
   m.dest = std::move(dest);
   return m;
 }
+
+namespace {
+constexpr auto op = mount_op;
 }  // namespace
 
 std::vector<MountOp> preset_mounts(const Policy& policy) {

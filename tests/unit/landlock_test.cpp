@@ -9,6 +9,7 @@
 
 #include "landlock/abi.hpp"
 #include "landlock/ruleset.hpp"
+#include "policy/presets.hpp"
 #include "probe/ladder.hpp"
 
 using namespace nsrun;
@@ -28,13 +29,7 @@ const PathRule* rule_for(const Ruleset& r, std::string_view path) {
   return it == r.rules.end() ? nullptr : &*it;
 }
 
-MountOp op(MountOp::Kind kind, std::string source, std::string dest) {
-  MountOp m;
-  m.kind = kind;
-  m.source = std::move(source);
-  m.dest = std::move(dest);
-  return m;
-}
+constexpr auto op = mount_op;
 
 }  // namespace
 
