@@ -41,6 +41,9 @@ Result<std::string> make_tmpdir() {
 // Best effort, after every process of the run is gone. Directories the
 // command made unreadable are opened up first so the removal can descend.
 void remove_tree(const std::string& dir) {
+  // The usual case, a command that left nothing behind: one rmdir instead
+  // of two walks of the tree (about twenty system calls).
+  if (::rmdir(dir.c_str()) == 0) return;
   ::nftw(dir.c_str(), [](const char* p, const struct stat* st, int type, FTW*) {
     if (type == FTW_D || type == FTW_DNR) ::chmod(p, (st->st_mode & 07777) | 0700);
     return 0;

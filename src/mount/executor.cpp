@@ -44,13 +44,21 @@ Result<Fd> open_in_root(int root, std::string_view path, int flags = O_PATH) {
 // directory or, with `file`, an empty file.
 Result<Fd> create_in_root(int root, std::string_view path, bool file, uint32_t mode = 0755,
                           uint32_t parent_mode = 0755) {
-  Fd dir(::fcntl(root, F_DUPFD_CLOEXEC, 3));
-  if (!dir) return fail(sys_error("dup", path));
+  // `at` is the directory reached so far: the root itself (not ours to
+  // close, and not worth a dup) until the first component is opened.
+  Fd dir;
+  int at = root;
   std::string_view rest = path;
   std::string done;
   while (true) {
     while (!rest.empty() && rest.front() == '/') rest.remove_prefix(1);
-    if (rest.empty()) return dir;
+    if (rest.empty()) {
+      if (at == root) {
+        dir.reset(::fcntl(root, F_DUPFD_CLOEXEC, 3));
+        if (!dir) return fail(sys_error("dup", path));
+      }
+      return dir;
+    }
     const std::size_t slash = rest.find('/');
     const std::string name(rest.substr(0, slash));
     rest = slash == std::string_view::npos ? std::string_view() : rest.substr(slash);
@@ -60,29 +68,33 @@ Result<Fd> create_in_root(int root, std::string_view path, bool file, uint32_t m
     if (name == "..") return fail(Error{"create", EINVAL, done, "'..' in a path to create"});
 
     const uint64_t strict = RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH;
-    int fd = sys::openat2(dir.get(), name.c_str(), O_PATH | O_CLOEXEC | (last && file ? 0 : O_DIRECTORY), 0, strict);
+    int fd = sys::openat2(at, name.c_str(), O_PATH | O_CLOEXEC | (last && file ? 0 : O_DIRECTORY), 0, strict);
     if (fd < 0 && errno == ENOENT) {
+      fd = -1;
       if (last && file) {
-        int f = ::openat(dir.get(), name.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, mode);
-        if (f < 0 && errno != EEXIST) return fail(sys_error("create", done));
-        if (f >= 0) ::close(f);
-      } else if (::mkdirat(dir.get(), name.c_str(), last ? mode : parent_mode) != 0 && errno != EEXIST) {
+        // The new empty file is what the caller mounts on or leaves as it
+        // is: its own fd serves (move_mount takes any fd), no reopen.
+        fd = ::openat(at, name.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, mode);
+        if (fd < 0 && errno != EEXIST) return fail(sys_error("create", done));
+      } else if (::mkdirat(at, name.c_str(), last ? mode : parent_mode) != 0 && errno != EEXIST) {
         return fail(sys_error("mkdir", done));
       } else if (!last && parent_mode != 0755) {
         // mkdirat's mode is filtered by the umask; the rule is exact.
-        int made = sys::openat2(dir.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0, strict);
+        int made = sys::openat2(at, name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0, strict);
         if (made >= 0) {
           (void)::fchmod(made, parent_mode);
           ::close(made);
         }
       }
-      fd = sys::openat2(dir.get(), name.c_str(), O_PATH | O_CLOEXEC | (last && file ? 0 : O_DIRECTORY), 0, strict);
+      if (fd < 0)
+        fd = sys::openat2(at, name.c_str(), O_PATH | O_CLOEXEC | (last && file ? 0 : O_DIRECTORY), 0, strict);
     }
     if (fd < 0) {
       if (errno == ELOOP || errno == EXDEV) return fail(Error{"create", errno, done, "refusing to follow a symlink"});
       return fail(sys_error("open", done));
     }
     dir.reset(fd);
+    at = dir.get();
   }
 }
 
