@@ -227,6 +227,11 @@ namespace {
     p.timeline.mark("loopback");
   }
   if (auto r = build_root(p.plan.mounts, p.timeline); !r) die(channel, r.error());
+  // bwrap --userns2: the set-up needed the outer namespace's capabilities;
+  // the command (and PID 1) live in the inner one. Before the capability
+  // drop below, which then applies to the sets this namespace gave us.
+  if (p.userns2_fd >= 0 && ::setns(p.userns2_fd, CLONE_NEWUSER) != 0)
+    die(channel, sys_error("setns userns2", std::to_string(p.userns2_fd)));
   // Held by this process (PID 1 when there is a reaper) for the sandbox's life.
   auto locks = take_locks(p.lock_files);
   if (!locks) die(channel, locks.error());
@@ -267,8 +272,29 @@ int run_unconfined(Prepared& p) {
 
 }  // namespace
 
+// The parent joins the caller's namespaces itself, before the clone: a
+// user namespace must be joined for the new namespaces to be owned by it
+// (and to hold capabilities in it), and a PID namespace joined with setns
+// only changes where the parent's children go. Neither can be undone, which
+// is harmless: afterwards the parent only waits for the child and forwards
+// signals to it (same kernel uid, so kill() still works), and the front end
+// that sets these fds pins the namespace rung, so no other rung runs here.
+static Result<void> join_namespaces(const Prepared& p) {
+  // The user namespace first: it gives the capabilities that joining a PID
+  // namespace it owns requires.
+  if (p.userns_fd >= 0 && ::setns(p.userns_fd, CLONE_NEWUSER) != 0)
+    return fail(sys_error("setns userns", std::to_string(p.userns_fd)));
+  if (p.pidns_fd >= 0 && ::setns(p.pidns_fd, CLONE_NEWPID) != 0)
+    return fail(sys_error("setns pidns", std::to_string(p.pidns_fd)));
+  return {};
+}
+
 LaunchOutcome run_namespaces(Prepared& p) {
   LaunchOutcome out;
+  if (auto r = join_namespaces(p); !r) {
+    out.error = r.error();
+    return out;
+  }
   auto channel = make_channel();
   if (!channel) {
     out.error = channel.error();
@@ -368,6 +394,9 @@ Result<Prepared> prepare(const Policy& policy) {
   p.json_status_fd = policy.json_status_fd.value_or(-1);
   p.block_fd = policy.block_fd.value_or(-1);
   p.userns_block_fd = policy.userns_block_fd.value_or(-1);
+  p.userns_fd = policy.userns_fd.value_or(-1);
+  p.userns2_fd = policy.userns2_fd.value_or(-1);
+  p.pidns_fd = policy.pidns_fd.value_or(-1);
   p.lock_files = policy.lock_files;
   if (policy.new_session) p.new_session = *policy.new_session ? 1 : 0;
   p.die_with_parent = policy.die_with_parent;
