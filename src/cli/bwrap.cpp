@@ -57,7 +57,7 @@ constexpr HelpRow help_rows[] = {
     {"--userns2 FD", "After set-up switch to the user namespace FD (only useful with --userns)"},
     {"--disable-userns", "Keep the command from making user namespaces"},
     {"--assert-userns-disabled", "Refuse to run unless making user namespaces already fails"},
-    {"--pidns FD", "Use the PID namespace FD (not with --unshare-pid in nsrun)"},
+    {"--pidns FD", "Use the PID namespace FD (as the parent of the new one with --unshare-pid)"},
     {"--uid UID", "The uid inside (needs a user namespace)"},
     {"--gid GID", "The gid inside (needs a user namespace)"},
     {"--hostname NAME", "The hostname inside (needs --unshare-uts)"},
@@ -542,12 +542,6 @@ class Parser {
     // how to place the uid through the id maps it writes.
     if (p.userns_fd && (p.uid || p.gid))
       return fail(said("--uid and --gid with --userns are not supported by nsrun"));
-    // The kernel makes a PID namespace only from inside the one it nests
-    // in (clone/unshare after setns give EINVAL): bwrap forks intermediate
-    // processes for that, which nsrun's launch does not have.
-    if (p.pidns_fd && p.ns.pid)
-      return fail(said("--pidns with --unshare-pid is not supported by nsrun: the sandbox can join the PID "
-                       "namespace, not make one inside it"));
     // Only the namespace rung can join namespaces: never fall back to a
     // rung that would run the command outside them.
     if (p.userns_fd || p.userns2_fd || p.pidns_fd) p.backend = Backend::namespaces;

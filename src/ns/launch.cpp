@@ -259,6 +259,22 @@ namespace {
   ::_exit(wait_forwarding(command));
 }
 
+// bwrap --pidns with --unshare-pid. The kernel makes a PID namespace only
+// from a process already inside the one it nests in (after setns(), a
+// clone with CLONE_NEWPID gives EINVAL), so this process, forked into the
+// joined namespace, makes the sandbox and then relays as PID 1 does:
+// signals down, the exit status up. It keeps no fd: the caller's (status
+// fds, the channel) must reach EOF when the sandbox's copies close.
+[[noreturn]] void relay_into_nested_pidns(int channel, Prepared& p, const sigset_t& original_mask) {
+  if (p.die_with_parent) arm_die_with_parent(channel);
+  const pid_t child = sys::clone_fork(p.plan.clone_flags);
+  if (child < 0) die(channel, sys_error("clone", clone_flag_names(p.plan.clone_flags)));
+  if (child == 0) sandbox_child(channel, p, original_mask);
+  install_forwarding_handlers();
+  ::close_range(3, ~0U, 0);
+  ::_exit(wait_forwarding(child));
+}
+
 int run_unconfined(Prepared& p) {
   fmt::print(stderr, "nsrun: full-access: running the command without confinement\n");
   if (auto r = enter_directory(p.plan); !r) {
@@ -304,7 +320,10 @@ LaunchOutcome run_namespaces(Prepared& p) {
   const sigset_t blocked = blocked_for_launch();
   sigprocmask(SIG_BLOCK, &blocked, &original_mask);
 
-  const pid_t child = sys::clone_fork(p.plan.clone_flags);
+  // A joined PID namespace with a new one inside: a plain fork first (see
+  // relay_into_nested_pidns).
+  const bool nested_pidns = p.pidns_fd >= 0 && (p.plan.clone_flags & CLONE_NEWPID) != 0;
+  const pid_t child = sys::clone_fork(nested_pidns ? 0 : p.plan.clone_flags);
   if (child < 0) {
     out.error = sys_error("clone", clone_flag_names(p.plan.clone_flags));
     sigprocmask(SIG_SETMASK, &original_mask, nullptr);
@@ -312,6 +331,7 @@ LaunchOutcome run_namespaces(Prepared& p) {
   }
   if (child == 0) {
     channel->parent.reset();
+    if (nested_pidns) relay_into_nested_pidns(channel->child.get(), p, original_mask);
     sandbox_child(channel->child.get(), p, original_mask);
   }
   channel->child.reset();

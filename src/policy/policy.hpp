@@ -126,7 +126,7 @@ struct Policy {
   // Not serialised: an fd number means nothing outside this process.
   std::optional<int> userns_fd;        // joined before clone instead of making a user namespace (no id maps)
   std::optional<int> userns2_fd;       // joined after the root is built, before capabilities are dropped
-  std::optional<int> pidns_fd;         // joined before clone: the sandbox's PID namespace (no new one inside)
+  std::optional<int> pidns_fd;         // the sandbox's PID namespace, or the parent of its new one
 
   std::string report_path;             // --report PATH
   std::optional<int> report_fd;        // --report-fd N

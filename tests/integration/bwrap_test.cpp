@@ -303,11 +303,6 @@ TEST_CASE("bwrap dialect: options newer than the oracle, per the manual", "[bwra
     INFO(ok.err);
     CHECK(ok.out == "low\n");
   }
-  SECTION("--pidns with --unshare-pid is refused, not ignored") {
-    RunResult r = run_bwrap(shim.path, "--ro-bind / / --pidns 3 --unshare-pid true 3</proc/self/ns/pid", {});
-    CHECK(r.exit_code == 1);
-    CHECK(r.err.starts_with("bwrap: --pidns with --unshare-pid is not supported by nsrun"));
-  }
   SECTION("--version and nsrun bwrap") {
     RunResult v = run_bwrap(shim.path, "--version", {});
     CHECK(v.out.starts_with("bubblewrap 0.11"));
@@ -414,8 +409,22 @@ TEST_CASE("bwrap dialect: --userns, --userns2 and --pidns join existing namespac
                             fmt::format("--ro-bind / / --userns 3 --userns2 4 {} 3<{} 4<{}", show, outer_user, inner_user), {});
     CHECK(r.out.find(read_link(inner_user)) != std::string::npos);
   }
+  SECTION("--pidns --unshare-pid: a new PID namespace inside that one") {
+    // NSpid (read through the host's /proc) lists one pid per level:
+    // ours, the held namespace, the new one.
+    const std::string depth = "awk '/^NSpid/{print NF-1}' /proc/self/status";
+    compare(shim, fmt::format("--ro-bind / / --userns 3 --pidns 4 {} 3<{} 4<{}", depth, user, pid));
+    compare(shim, fmt::format("--ro-bind / / --userns 3 --pidns 4 --unshare-pid {} 3<{} 4<{}", depth, user, pid));
+    RunResult r = run_bwrap(shim.path, fmt::format("--ro-bind / / --userns 3 --pidns 4 --unshare-pid {} 3<{} 4<{}", depth, user, pid), {});
+    CHECK(r.out == "3\n");
+    compare(shim, fmt::format("--ro-bind / / --userns 3 --pidns 4 --unshare-pid --proc /proc "
+                              "sh -c 'echo $$; ls /proc | grep -c \"^[0-9]\"; readlink /proc/self/ns/user' 3<{} 4<{}",
+                              user, pid));
+  }
   SECTION("exit status") {
     compare(shim, fmt::format("--ro-bind / / --userns 3 --pidns 4 sh -c 'exit 7' 3<{} 4<{}", user, pid));
+    compare(shim, fmt::format("--ro-bind / / --userns 3 --pidns 4 --unshare-pid sh -c 'exit 7' 3<{} 4<{}", user, pid));
+    compare(shim, fmt::format("--ro-bind / / --userns 3 --pidns 4 --unshare-pid sh -c 'kill -TERM $$' 3<{} 4<{}", user, pid));
   }
   SECTION("errors, in bwrap's words, exit 1") {
     compare(shim, fmt::format("--ro-bind / / --userns 3 --unshare-user true 3<{}", user), true);
