@@ -272,6 +272,10 @@ namespace {
   if (child == 0) sandbox_child(channel, p, original_mask);
   install_forwarding_handlers();
   ::close_range(3, ~0U, 0);
+  // It only waits from here on: nothing to keep the joined namespace's
+  // capabilities for (as nsrun's PID 1).
+  (void)set_capabilities({});
+  (void)set_no_new_privs();
   ::_exit(wait_forwarding(child));
 }
 
