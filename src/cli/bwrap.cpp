@@ -538,10 +538,6 @@ class Parser {
     const bool some_userns = p.ns.user || p.userns_fd;
     if (p.uid && !some_userns) return fail(said("Specifying --uid requires --unshare-user or --userns"));
     if (p.gid && !some_userns) return fail(said("Specifying --gid requires --unshare-user or --userns"));
-    // bwrap then setuid()s inside the joined namespace; nsrun only knows
-    // how to place the uid through the id maps it writes.
-    if (p.userns_fd && (p.uid || p.gid))
-      return fail(said("--uid and --gid with --userns are not supported by nsrun"));
     // Only the namespace rung can join namespaces: never fall back to a
     // rung that would run the command outside them.
     if (p.userns_fd || p.userns2_fd || p.pidns_fd) p.backend = Backend::namespaces;
@@ -697,6 +693,8 @@ std::string bwrap_message(const Error& e) {
              "namespace.";
     return with_errno("Joining specified user namespace failed", e.err);
   }
+  if (step == "setuid") return with_errno(fmt::format("unable to switch to uid {}", e.path), e.err);
+  if (step == "setgid") return with_errno(fmt::format("unable to switch to gid {}", e.path), e.err);
   if (step == "setns userns2") return with_errno("Setting userns2 failed", e.err);
   if (step == "setns pidns") return with_errno("Setting pidns failed", e.err);
   if (step == "assert-userns-disabled") return "creation of new user namespaces was not disabled as requested";

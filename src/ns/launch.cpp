@@ -212,6 +212,10 @@ namespace {
     if (p.info_fd >= 0) ::close(p.info_fd);
   }
   if (auto r = write_id_maps(p.plan); !r) die(channel, r.error());
+  // bwrap's order: uid first (so a gid switch after losing root fails as
+  // it does there).
+  if (p.join_uid && ::setuid(*p.join_uid) != 0) die(channel, sys_error("setuid", std::to_string(*p.join_uid)));
+  if (p.join_gid && ::setgid(*p.join_gid) != 0) die(channel, sys_error("setgid", std::to_string(*p.join_gid)));
   if (p.userns_block_fd >= 0)
     if (auto r = wait_on_fd(p.userns_block_fd, "userns-block-fd"); !r) die(channel, r.error());
   // Not dumpable: the command, same uid, must not reach PID 1 through
@@ -421,6 +425,10 @@ Result<Prepared> prepare(const Policy& policy) {
   p.userns_fd = policy.userns_fd.value_or(-1);
   p.userns2_fd = policy.userns2_fd.value_or(-1);
   p.pidns_fd = policy.pidns_fd.value_or(-1);
+  // In a joined user namespace the ids are switched, not mapped; as bwrap,
+  // only when they differ from the caller's (kernel) ones.
+  if (policy.userns_fd && policy.uid && *policy.uid != host.uid) p.join_uid = policy.uid;
+  if (policy.userns_fd && policy.gid && *policy.gid != host.gid) p.join_gid = policy.gid;
   p.lock_files = policy.lock_files;
   if (policy.new_session) p.new_session = *policy.new_session ? 1 : 0;
   p.die_with_parent = policy.die_with_parent;

@@ -421,6 +421,10 @@ TEST_CASE("bwrap dialect: --userns, --userns2 and --pidns join existing namespac
                               "sh -c 'echo $$; ls /proc | grep -c \"^[0-9]\"; readlink /proc/self/ns/user' 3<{} 4<{}",
                               user, pid));
   }
+  SECTION("--uid and --gid with --userns switch ids inside it") {
+    compare(shim, fmt::format("--ro-bind / / --userns 3 --uid 0 --gid 0 sh -c 'id -u; id -g' 3<{}", user), true);
+    compare(shim, fmt::format("--ro-bind / / --userns 3 --uid 5 true 3<{}", user), true);  // unmapped: EINVAL
+  }
   SECTION("exit status") {
     compare(shim, fmt::format("--ro-bind / / --userns 3 --pidns 4 sh -c 'exit 7' 3<{} 4<{}", user, pid));
     compare(shim, fmt::format("--ro-bind / / --userns 3 --pidns 4 --unshare-pid sh -c 'exit 7' 3<{} 4<{}", user, pid));
