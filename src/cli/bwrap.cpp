@@ -53,11 +53,11 @@ constexpr HelpRow help_rows[] = {
     {"--unshare-uts", "Make a UTS namespace (hostname)"},
     {"--unshare-cgroup", "Make a cgroup namespace"},
     {"--unshare-cgroup-try", "Make a cgroup namespace if the kernel can"},
-    {"--userns FD", "Enter the user namespace FD instead of making one (not supported by nsrun)"},
-    {"--userns2 FD", "Enter the user namespace FD after set-up (not supported by nsrun)"},
+    {"--userns FD", "Use the user namespace FD instead of making one (not with --unshare-user)"},
+    {"--userns2 FD", "After set-up switch to the user namespace FD (only useful with --userns)"},
     {"--disable-userns", "Keep the command from making user namespaces"},
     {"--assert-userns-disabled", "Refuse to run unless making user namespaces already fails"},
-    {"--pidns FD", "Use the PID namespace FD (not supported by nsrun)"},
+    {"--pidns FD", "Use the PID namespace FD (as the parent of the new one with --unshare-pid)"},
     {"--uid UID", "The uid inside (needs a user namespace)"},
     {"--gid GID", "The gid inside (needs a user namespace)"},
     {"--hostname NAME", "The hostname inside (needs --unshare-uts)"},
@@ -297,12 +297,6 @@ class Parser {
     return {};
   }
 
-  Result<void> unsupported(const std::string& opt, int n, std::string_view why) {
-    if (auto a = take(opt, n); !a) return fail(a.error());
-    unsupported_ = fmt::format("{} is not supported by nsrun: {}", opt, why);
-    return {};
-  }
-
   Result<void> option(const std::string& arg) {
     Policy& p = inv_.policy;
     using K = MountOp::Kind;
@@ -356,8 +350,16 @@ class Parser {
     if (arg == "--unshare-uts") return p.ns.uts = true, Result<void>{};
     if (arg == "--unshare-cgroup") return p.ns.cgroup = true, Result<void>{};
     if (arg == "--unshare-cgroup-try") return cgroup_try_ = true, Result<void>{};
-    if (arg == "--userns" || arg == "--userns2" || arg == "--pidns")
-      return unsupported(arg, 1, "entering an existing namespace is not implemented");
+    if (arg == "--userns" || arg == "--userns2" || arg == "--pidns") {
+      // As in bwrap, only the number is checked here: a closed or wrong fd
+      // is setns()'s error, in bwrap's words.
+      auto a = take(arg, 1);
+      if (!a) return fail(a.error());
+      auto f = fd((*a)[0]);
+      if (!f) return fail(f.error());
+      (arg == "--userns" ? p.userns_fd : arg == "--userns2" ? p.userns2_fd : p.pidns_fd) = *f;
+      return {};
+    }
     if (arg == "--disable-userns") return p.disable_userns = true, Result<void>{};
     if (arg == "--assert-userns-disabled") return p.assert_userns_disabled = true, Result<void>{};
     if (arg == "--uid" || arg == "--gid") {
@@ -527,11 +529,18 @@ class Parser {
     Policy& p = inv_.policy;
     if (!unsupported_.empty()) return fail(said(unsupported_));
     const bool root = ctx_.uid == 0;
-    // Without setuid, only root can do without a user namespace.
-    p.ns.user = user_ || user_try_ || !root;
+    if (p.userns_fd && user_) return fail(said("--userns not compatible --unshare-user"));
+    if (p.userns_fd && user_try_) return fail(said("--userns not compatible --unshare-user-try"));
+    // Without setuid, only root can do without a user namespace, or with
+    // one it joins (--userns).
+    p.ns.user = user_ || user_try_ || (!root && !p.userns_fd);
     if (cgroup_try_ && ctx_.cgroup_ns) p.ns.cgroup = true;
-    if (p.uid && !p.ns.user) return fail(said("Specifying --uid requires --unshare-user or --userns"));
-    if (p.gid && !p.ns.user) return fail(said("Specifying --gid requires --unshare-user or --userns"));
+    const bool some_userns = p.ns.user || p.userns_fd;
+    if (p.uid && !some_userns) return fail(said("Specifying --uid requires --unshare-user or --userns"));
+    if (p.gid && !some_userns) return fail(said("Specifying --gid requires --unshare-user or --userns"));
+    // Only the namespace rung can join namespaces: never fall back to a
+    // rung that would run the command outside them.
+    if (p.userns_fd || p.userns2_fd || p.pidns_fd) p.backend = Backend::namespaces;
     if (hostname_set_ && !p.ns.uts) return fail(said("Specifying --hostname requires --unshare-uts"));
     if (p.as_pid_1 && !p.ns.pid) return fail(said("Specifying --as-pid-1 requires --unshare-pid"));
     if (p.disable_userns && !p.ns.user) return fail(said("--disable-userns requires --unshare-user"));
@@ -678,6 +687,16 @@ std::string bwrap_message(const Error& e) {
     if (e.err == EINVAL) return "Invalid seccomp data, must be multiple of 8";
     return with_errno("Can't read seccomp data", e.err);
   }
+  if (step == "setns userns") {
+    if (e.err == EINVAL)
+      return "Joining the specified user namespace failed, it might not be a descendant of the current user "
+             "namespace.";
+    return with_errno("Joining specified user namespace failed", e.err);
+  }
+  if (step == "setuid") return with_errno(fmt::format("unable to switch to uid {}", e.path), e.err);
+  if (step == "setgid") return with_errno(fmt::format("unable to switch to gid {}", e.path), e.err);
+  if (step == "setns userns2") return with_errno("Setting userns2 failed", e.err);
+  if (step == "setns pidns") return with_errno("Setting pidns failed", e.err);
   if (step == "assert-userns-disabled") return "creation of new user namespaces was not disabled as requested";
   if (step == "info-fd") return with_errno("Write to info_fd", e.err);
   if (step == "json-status-fd") return with_errno("Write to json_status_fd", e.err);

@@ -212,7 +212,10 @@ Result<LaunchPlan> make_plan(const Policy& p, const HostFacts& host) {
   if (p.ns.uts) plan.hostname = p.hostname;
 
   plan.proc = resolve_proc_mode(p.proc, p.host_backend);
-  for (const MountOp& m : effective_mounts(p)) expand(plan.mounts, m, plan.proc, "/tmp", p.ns.user);
+  // A joined user namespace (bwrap --userns) is as much a user namespace
+  // for overlayfs as one made here; no id maps are written into it, though.
+  const bool user_ns = p.ns.user || p.userns_fd.has_value();
+  for (const MountOp& m : effective_mounts(p)) expand(plan.mounts, m, plan.proc, "/tmp", user_ns);
 
   plan.reaper = p.ns.pid && !p.as_pid_1;
   plan.chdir_required = !p.chdir.empty();

@@ -212,6 +212,10 @@ namespace {
     if (p.info_fd >= 0) ::close(p.info_fd);
   }
   if (auto r = write_id_maps(p.plan); !r) die(channel, r.error());
+  // bwrap's order: uid first (so a gid switch after losing root fails as
+  // it does there).
+  if (p.join_uid && ::setuid(*p.join_uid) != 0) die(channel, sys_error("setuid", std::to_string(*p.join_uid)));
+  if (p.join_gid && ::setgid(*p.join_gid) != 0) die(channel, sys_error("setgid", std::to_string(*p.join_gid)));
   if (p.userns_block_fd >= 0)
     if (auto r = wait_on_fd(p.userns_block_fd, "userns-block-fd"); !r) die(channel, r.error());
   // Not dumpable: the command, same uid, must not reach PID 1 through
@@ -227,6 +231,11 @@ namespace {
     p.timeline.mark("loopback");
   }
   if (auto r = build_root(p.plan.mounts, p.timeline); !r) die(channel, r.error());
+  // bwrap --userns2: the set-up needed the outer namespace's capabilities;
+  // the command (and PID 1) live in the inner one. Before the capability
+  // drop below, which then applies to the sets this namespace gave us.
+  if (p.userns2_fd >= 0 && ::setns(p.userns2_fd, CLONE_NEWUSER) != 0)
+    die(channel, sys_error("setns userns2", std::to_string(p.userns2_fd)));
   // Held by this process (PID 1 when there is a reaper) for the sandbox's life.
   auto locks = take_locks(p.lock_files);
   if (!locks) die(channel, locks.error());
@@ -254,6 +263,26 @@ namespace {
   ::_exit(wait_forwarding(command));
 }
 
+// bwrap --pidns with --unshare-pid. The kernel makes a PID namespace only
+// from a process already inside the one it nests in (after setns(), a
+// clone with CLONE_NEWPID gives EINVAL), so this process, forked into the
+// joined namespace, makes the sandbox and then relays as PID 1 does:
+// signals down, the exit status up. It keeps no fd: the caller's (status
+// fds, the channel) must reach EOF when the sandbox's copies close.
+[[noreturn]] void relay_into_nested_pidns(int channel, Prepared& p, const sigset_t& original_mask) {
+  if (p.die_with_parent) arm_die_with_parent(channel);
+  const pid_t child = sys::clone_fork(p.plan.clone_flags);
+  if (child < 0) die(channel, sys_error("clone", clone_flag_names(p.plan.clone_flags)));
+  if (child == 0) sandbox_child(channel, p, original_mask);
+  install_forwarding_handlers();
+  ::close_range(3, ~0U, 0);
+  // It only waits from here on: nothing to keep the joined namespace's
+  // capabilities for (as nsrun's PID 1).
+  (void)set_capabilities({});
+  (void)set_no_new_privs();
+  ::_exit(wait_forwarding(child));
+}
+
 int run_unconfined(Prepared& p) {
   fmt::print(stderr, "nsrun: full-access: running the command without confinement\n");
   if (auto r = enter_directory(p.plan); !r) {
@@ -267,8 +296,29 @@ int run_unconfined(Prepared& p) {
 
 }  // namespace
 
+// The parent joins the caller's namespaces itself, before the clone: a
+// user namespace must be joined for the new namespaces to be owned by it
+// (and to hold capabilities in it), and a PID namespace joined with setns
+// only changes where the parent's children go. Neither can be undone, which
+// is harmless: afterwards the parent only waits for the child and forwards
+// signals to it (same kernel uid, so kill() still works), and the front end
+// that sets these fds pins the namespace rung, so no other rung runs here.
+static Result<void> join_namespaces(const Prepared& p) {
+  // The user namespace first: it gives the capabilities that joining a PID
+  // namespace it owns requires.
+  if (p.userns_fd >= 0 && ::setns(p.userns_fd, CLONE_NEWUSER) != 0)
+    return fail(sys_error("setns userns", std::to_string(p.userns_fd)));
+  if (p.pidns_fd >= 0 && ::setns(p.pidns_fd, CLONE_NEWPID) != 0)
+    return fail(sys_error("setns pidns", std::to_string(p.pidns_fd)));
+  return {};
+}
+
 LaunchOutcome run_namespaces(Prepared& p) {
   LaunchOutcome out;
+  if (auto r = join_namespaces(p); !r) {
+    out.error = r.error();
+    return out;
+  }
   auto channel = make_channel();
   if (!channel) {
     out.error = channel.error();
@@ -278,7 +328,10 @@ LaunchOutcome run_namespaces(Prepared& p) {
   const sigset_t blocked = blocked_for_launch();
   sigprocmask(SIG_BLOCK, &blocked, &original_mask);
 
-  const pid_t child = sys::clone_fork(p.plan.clone_flags);
+  // A joined PID namespace with a new one inside: a plain fork first (see
+  // relay_into_nested_pidns).
+  const bool nested_pidns = p.pidns_fd >= 0 && (p.plan.clone_flags & CLONE_NEWPID) != 0;
+  const pid_t child = sys::clone_fork(nested_pidns ? 0 : p.plan.clone_flags);
   if (child < 0) {
     out.error = sys_error("clone", clone_flag_names(p.plan.clone_flags));
     sigprocmask(SIG_SETMASK, &original_mask, nullptr);
@@ -286,6 +339,7 @@ LaunchOutcome run_namespaces(Prepared& p) {
   }
   if (child == 0) {
     channel->parent.reset();
+    if (nested_pidns) relay_into_nested_pidns(channel->child.get(), p, original_mask);
     sandbox_child(channel->child.get(), p, original_mask);
   }
   channel->child.reset();
@@ -368,6 +422,13 @@ Result<Prepared> prepare(const Policy& policy) {
   p.json_status_fd = policy.json_status_fd.value_or(-1);
   p.block_fd = policy.block_fd.value_or(-1);
   p.userns_block_fd = policy.userns_block_fd.value_or(-1);
+  p.userns_fd = policy.userns_fd.value_or(-1);
+  p.userns2_fd = policy.userns2_fd.value_or(-1);
+  p.pidns_fd = policy.pidns_fd.value_or(-1);
+  // In a joined user namespace the ids are switched, not mapped; as bwrap,
+  // only when they differ from the caller's (kernel) ones.
+  if (policy.userns_fd && policy.uid && *policy.uid != host.uid) p.join_uid = policy.uid;
+  if (policy.userns_fd && policy.gid && *policy.gid != host.gid) p.join_gid = policy.gid;
   p.lock_files = policy.lock_files;
   if (policy.new_session) p.new_session = *policy.new_session ? 1 : 0;
   p.die_with_parent = policy.die_with_parent;

@@ -35,6 +35,11 @@ struct Prepared {
   int json_status_fd = -1;
   int block_fd = -1;
   int userns_block_fd = -1;
+  int userns_fd = -1;                      // existing namespaces to join, -1: none
+  int userns2_fd = -1;
+  int pidns_fd = -1;
+  std::optional<uid_t> join_uid;           // set in the joined user namespace (no id maps there)
+  std::optional<gid_t> join_gid;
   std::vector<std::string> lock_files;
   Timeline timeline;                       // started before prepare()
 };

@@ -122,6 +122,11 @@ struct Policy {
   std::vector<std::string> lock_files; // paths inside, read-locked while the sandbox runs
   bool disable_userns = false;         // the command may not create user namespaces
   bool assert_userns_disabled = false; // refuse to exec if it still could
+  // Existing namespaces, as open fds (bwrap --userns, --userns2, --pidns).
+  // Not serialised: an fd number means nothing outside this process.
+  std::optional<int> userns_fd;        // joined before clone instead of making a user namespace (no id maps)
+  std::optional<int> userns2_fd;       // joined after the root is built, before capabilities are dropped
+  std::optional<int> pidns_fd;         // the sandbox's PID namespace, or the parent of its new one
 
   std::string report_path;             // --report PATH
   std::optional<int> report_fd;        // --report-fd N
