@@ -145,7 +145,7 @@ class Parser {
     // bwrap's defaults, not nsrun's: only the mount namespace unless asked,
     // the caller's list of mounts and nothing else, no default filter.
     p.preset = false;
-    p.ns = Namespaces{false, false, true, false, false, false, false};
+    p.ns = Namespaces{false, false, false, false, false, false};
     p.hostname.clear();
     p.proc = ProcMode::fresh;
     p.seccomp = SeccompMode::none;
@@ -556,7 +556,6 @@ class Parser {
     if (root && p.uid.value_or(0) == 0) caps.set();
     for (const auto& [add, bits] : cap_ops_) caps = add ? (caps | bits) : (caps & ~bits);
     p.cap_add.clear();
-    p.keep_caps = false;
     if (caps.all()) {
       p.cap_add.push_back("ALL");
     } else {

@@ -52,7 +52,7 @@ std::string cannot_express(const Policy& p) {
   // the command is or hand it capabilities safely outside a user namespace.
   if (p.uid) return fmt::format("uid {}", *p.uid);
   if (p.gid) return fmt::format("gid {}", *p.gid);
-  if (!p.cap_add.empty() || p.keep_caps) return "capabilities kept inside (--cap-add)";
+  if (!p.cap_add.empty()) return "capabilities kept inside (--cap-add)";
   if (p.as_pid_1) return "--as-pid-1";
   if (p.proc == ProcMode::none) return "--proc none";
 

@@ -177,11 +177,6 @@ class RootBuilder {
         if (!dir) return fail(dir.error());
         return chmod_path(s.dest, s.mode);
       }
-      case Op::mkfile: {
-        auto f = create_in_root(root_.get(), s.dest, true, s.mode);
-        if (!f) return fail(f.error());
-        return {};
-      }
       case Op::symlink: return symlink(s);
       case Op::write_file: return write_file(s);
       case Op::chmod: return chmod_path(s.dest, s.mode);

@@ -241,7 +241,6 @@ std::string describe(const MountStep& s) {
     case Op::mqueue: return with_attrs(fmt::format("mqueue {}", s.dest));
     case Op::set_attr: return with_attrs(fmt::format("set-attr {} (recursive)", s.dest));
     case Op::mkdir: return fmt::format("mkdir {} mode={:04o}", s.dest, s.mode);
-    case Op::mkfile: return fmt::format("mkfile {}", s.dest);
     case Op::symlink: return fmt::format("symlink {} -> {}", s.dest, s.source);
     case Op::write_file:
       return with_attrs(fmt::format("{} {} ({} bytes) mode={:04o}", s.source.empty() ? "file" : "bind-data",

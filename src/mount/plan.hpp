@@ -31,7 +31,6 @@ struct MountStep {
     mqueue,      // a new mqueue filesystem on `dest`
     set_attr,    // set `attrs` on the mount tree at `dest` (recursive)
     mkdir,       // create directory `dest`
-    mkfile,      // create empty file `dest` (a mount point for a file bind)
     symlink,     // create symlink `dest` -> `source`
     write_file,  // create file `dest` holding `data`
     chmod,       // chmod `dest` to `mode`

@@ -116,8 +116,7 @@ Error try_exec(Prepared& p) {
   if (session && ::setsid() < 0) die(channel, sys_error("setsid"));
   if (auto r = enter_directory(p.plan); !r) die(channel, r.error());
   if (auto r = seal_fds(p.pass_fds); !r) die(channel, r.error());
-  std::vector<cap_value_t> keep(p.keep_caps.begin(), p.keep_caps.end());
-  if (auto r = set_capabilities(keep); !r) die(channel, r.error());
+  if (auto r = set_capabilities(p.keep_caps); !r) die(channel, r.error());
   if (auto r = set_no_new_privs(); !r) die(channel, r.error());
   p.timeline.mark("credentials");
   if (landlock_ruleset >= 0) {
@@ -243,10 +242,8 @@ namespace {
     if (auto r = wait_on_fd(p.block_fd, "block-fd"); !r) die(channel, r.error());
   // Once for PID 1 and the command: both inherit the emptied sets. Only
   // what this process holds can be kept (bwrap's --cap-add ALL).
-  const std::vector<cap_value_t> wanted(p.keep_caps.begin(), p.keep_caps.end());
-  const std::vector<cap_value_t> keep = held_capabilities(wanted);
-  p.keep_caps.assign(keep.begin(), keep.end());
-  if (auto r = drop_bounding_and_ambient(keep); !r) die(channel, r.error());
+  p.keep_caps = held_capabilities(p.keep_caps);
+  if (auto r = drop_bounding_and_ambient(p.keep_caps); !r) die(channel, r.error());
   p.timeline.mark("bounding");
 
   if (!p.plan.reaper) start_command(channel, p, original_mask);
@@ -405,7 +402,7 @@ Result<Prepared> prepare(const Policy& policy) {
   p.pass_fds = policy.pass_fds;
   auto caps = parse_capabilities(policy.cap_add);
   if (!caps) return fail(caps.error());
-  p.keep_caps.assign(caps->begin(), caps->end());
+  p.keep_caps = std::move(*caps);
   auto filter = compile_filter(policy);
   if (!filter) return fail(filter.error());
   p.seccomp = std::move(*filter);

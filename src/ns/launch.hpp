@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <signal.h>
+#include <sys/capability.h>
 
 #include <optional>
 #include <string>
@@ -25,7 +26,7 @@ struct Prepared {
   std::vector<std::string> exec_paths;     // tried in order, execvp-style
   std::vector<std::string> argv;
   std::vector<int> pass_fds;
-  std::vector<int> keep_caps;              // cap_value_t
+  std::vector<cap_value_t> keep_caps;      // kept inside (bwrap --cap-add)
   int new_session = -1;                    // -1: when stdin is not a terminal
   bool die_with_parent = true;
   BpfProgram seccomp;                      // compiled; loaded last, before exec

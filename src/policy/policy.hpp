@@ -56,10 +56,11 @@ struct MountOp {
   bool operator==(const MountOp&) const = default;
 };
 
+// Namespaces to make besides the mount namespace, which the namespace rung
+// always makes.
 struct Namespaces {
   bool user = true;
   bool pid = true;
-  bool mount = true;   // always on for the namespace rung
   bool net = false;    // follows Policy::network unless set explicitly
   bool ipc = true;
   bool uts = true;
@@ -103,7 +104,6 @@ struct Policy {
   bool allow_nested_userns = false;
   std::vector<int> seccomp_fds;        // extra compiled BPF programs (bwrap --seccomp)
   std::vector<std::string> cap_add;    // capabilities kept inside (bwrap --cap-add)
-  bool keep_caps = false;              // bwrap: uid 0 keeps its capabilities
 
   bool clearenv = false;
   std::vector<EnvOp> env;

@@ -248,7 +248,7 @@ auto list_into(std::vector<T> Policy::*member, Result<T> (*item)(const Value&, c
 const Readers<Namespaces>& namespace_readers() {
   static const Readers<Namespaces> readers = {
       {"user", bool_into(&Namespaces::user)},     {"pid", bool_into(&Namespaces::pid)},
-      {"mount", bool_into(&Namespaces::mount)},   {"net", bool_into(&Namespaces::net)},
+      {"net", bool_into(&Namespaces::net)},
       {"ipc", bool_into(&Namespaces::ipc)},       {"uts", bool_into(&Namespaces::uts)},
       {"cgroup", bool_into(&Namespaces::cgroup)},
   };
@@ -275,7 +275,6 @@ const Readers<Policy>& policy_readers() {
       {"seccomp", enum_into(&Policy::seccomp, parse_seccomp_mode)},
       {"allow_nested_userns", bool_into(&Policy::allow_nested_userns)},
       {"cap_add", strings_into(&Policy::cap_add)},
-      {"keep_caps", bool_into(&Policy::keep_caps)},
       {"clearenv", bool_into(&Policy::clearenv)},
       {"env", list_into<EnvOp>(&Policy::env, env_from_json)},
       {"chdir", string_into(&Policy::chdir)},
@@ -319,7 +318,6 @@ json::Value to_json(const Policy& p) {
   Value ns = Value::object();
   ns.set("user", p.ns.user);
   ns.set("pid", p.ns.pid);
-  ns.set("mount", p.ns.mount);
   ns.set("net", p.ns.net);
   ns.set("ipc", p.ns.ipc);
   ns.set("uts", p.ns.uts);
@@ -335,7 +333,6 @@ json::Value to_json(const Policy& p) {
   out.set("seccomp", name(p.seccomp));
   out.set("allow_nested_userns", p.allow_nested_userns);
   out.set("cap_add", strings(p.cap_add));
-  out.set("keep_caps", p.keep_caps);
   out.set("clearenv", p.clearenv);
   Value env = Value::array();
   for (const auto& e : p.env) env.push_back(env_to_json(e));
