@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "sys/fd.hpp"
+#include "sys/argv.hpp"
 
 extern char** environ;
 
@@ -20,13 +21,6 @@ namespace {
 
 uint64_t to_ns(const struct timeval& tv) {
   return static_cast<uint64_t>(tv.tv_sec) * 1000000000ull + static_cast<uint64_t>(tv.tv_usec) * 1000ull;
-}
-
-std::vector<char*> c_strings(const std::vector<std::string>& v) {
-  std::vector<char*> out;
-  for (const auto& s : v) out.push_back(const_cast<char*>(s.c_str()));
-  out.push_back(nullptr);
-  return out;
 }
 
 class ProcessLauncher final : public Launcher {

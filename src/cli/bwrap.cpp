@@ -18,6 +18,7 @@
 #include "cli/explain.hpp"
 #include "ns/credentials.hpp"
 #include "ns/launch.hpp"
+#include "policy/presets.hpp"
 #include "policy/validate.hpp"
 #include "sys/io.hpp"
 
@@ -217,12 +218,7 @@ class Parser {
     return data;
   }
 
-  MountOp op(MountOp::Kind kind, std::string dest) {
-    MountOp m;
-    m.kind = kind;
-    m.dest = absolute_from("/", dest);
-    return m;
-  }
+  MountOp op(MountOp::Kind kind, const std::string& dest) { return mount_op(kind, "", absolute_from("/", dest)); }
 
   // An operation that takes no --perms leaves a pending one pending, which
   // the parse loop then refuses.

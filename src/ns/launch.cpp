@@ -27,6 +27,7 @@
 #include "probe/report.hpp"
 #include "seccomp/user_programs.hpp"
 #include "sys/flags.hpp"
+#include "sys/argv.hpp"
 #include "sys/syscalls.hpp"
 
 namespace nsrun {
@@ -37,14 +38,6 @@ std::string current_directory() {
   char buf[PATH_MAX];
   if (::getcwd(buf, sizeof buf) == nullptr) return "/";
   return buf;
-}
-
-std::vector<char*> c_strings(std::vector<std::string>& strings) {
-  std::vector<char*> out;
-  out.reserve(strings.size() + 1);
-  for (auto& s : strings) out.push_back(s.data());
-  out.push_back(nullptr);
-  return out;
 }
 
 void print_error(const Error& e) { fmt::print(stderr, "nsrun: {}\n", e.message()); }
