@@ -171,7 +171,10 @@ LaunchOutcome run(Prepared& p, const Policy& policy, Readiness ready) {
   sigset_t original_mask;
   const sigset_t blocked = blocked_for_launch();
   sigprocmask(SIG_BLOCK, &blocked, &original_mask);
-  const pid_t child = spawn_command(channel->child.get(), p, original_mask, fd->get(), channel->parent.get());
+  CommandSetup setup;
+  setup.landlock_ruleset = fd->get();
+  setup.close_in_child = channel->parent.get();
+  const pid_t child = spawn_command(channel->child.get(), p, original_mask, setup);
   if (child < 0) {
     out.error = sys_error("fork", "command");
     sigprocmask(SIG_SETMASK, &original_mask, nullptr);

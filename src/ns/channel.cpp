@@ -3,7 +3,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <array>
+#include <cerrno>
+#include <memory>
+
+#include "sys/raw.hpp"
 
 namespace nsrun {
 
@@ -30,21 +33,42 @@ void send_error(int fd, const Error& error) { send_tagged(fd, error_tag, encode(
 
 void send_timeline(int fd, std::string_view encoded) { send_tagged(fd, timeline_tag, encoded); }
 
-Result<ChildReport> receive_until_eof(int fd) {
-  ChildReport received;
-  std::array<char, 65536> buf;
+void receive_raw(int fd, ChannelBytes& out) {
+  char buf[65536];
   while (true) {
-    ssize_t n = ::recv(fd, buf.data(), buf.size(), 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return fail(sys_error("receive", "channel"));
-    if (n == 0) return received;
-    std::string_view msg(buf.data(), static_cast<std::size_t>(n));
-    if (msg.front() == timeline_tag) received.timeline.assign(msg.substr(1));
-    if (msg.front() != error_tag) continue;
-    auto e = decode_error(msg.substr(1));
-    if (!e) return fail(e.error());
-    if (!received.error) received.error = std::move(*e);
+    const long n = sys::raw(SYS_recvfrom, fd, buf, sizeof buf, 0, nullptr, nullptr);
+    if (n == -EINTR) continue;
+    if (n < 0) {
+      out.failed_errno = static_cast<int>(-n);
+      return;
+    }
+    if (n == 0) return;
+    const std::string_view msg(buf, static_cast<std::size_t>(n));
+    if (msg.front() == timeline_tag) {
+      out.timeline_size = msg.copy(out.timeline.data(), out.timeline.size(), 1);
+    } else if (msg.front() == error_tag && !out.has_error) {
+      out.has_error = true;
+      out.error_size = msg.copy(out.error.data(), out.error.size(), 1);
+    }
   }
+}
+
+Result<ChildReport> decode(const ChannelBytes& bytes) {
+  if (bytes.failed_errno != 0) return fail(sys_error("receive", "channel", bytes.failed_errno));
+  ChildReport received;
+  received.timeline.assign(bytes.timeline.data(), bytes.timeline_size);
+  if (bytes.has_error) {
+    auto e = decode_error(std::string_view(bytes.error.data(), bytes.error_size));
+    if (!e) return fail(e.error());
+    received.error = std::move(*e);
+  }
+  return received;
+}
+
+Result<ChildReport> receive_until_eof(int fd) {
+  auto bytes = std::make_unique<ChannelBytes>();
+  receive_raw(fd, *bytes);
+  return decode(*bytes);
 }
 
 }  // namespace nsrun

@@ -4,6 +4,8 @@
 // command is running.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -31,7 +33,22 @@ struct ChildReport {
   std::string timeline;        // encoded marks, when sent
 };
 
-// Parent side: reads until end-of-file.
+// Parent side, in two halves. receive_raw() reads until end-of-file into
+// buffers it holds, with raw system calls: while it runs, the sandbox's
+// processes may share this process's memory (launch.cpp), so it must not
+// allocate or set errno. decode() then builds the report.
+struct ChannelBytes {
+  std::array<char, 65536> error;  // the first error message, tag stripped
+  std::size_t error_size = 0;
+  bool has_error = false;
+  std::array<char, 1024> timeline;
+  std::size_t timeline_size = 0;
+  int failed_errno = 0;           // the receive itself failed
+};
+void receive_raw(int fd, ChannelBytes& out);
+Result<ChildReport> decode(const ChannelBytes& bytes);
+
+// Both, for a child that does not share memory with us.
 Result<ChildReport> receive_until_eof(int fd);
 
 }  // namespace nsrun

@@ -28,6 +28,7 @@
 #include "seccomp/user_programs.hpp"
 #include "sys/flags.hpp"
 #include "sys/argv.hpp"
+#include "sys/raw.hpp"
 #include "sys/syscalls.hpp"
 
 namespace nsrun {
@@ -67,9 +68,9 @@ Result<void> enter_directory(const LaunchPlan& plan) {
   return {};
 }
 
-// Closes every fd above 2 except the held ones (lock fds).
-void close_all_but(const std::vector<Fd>& held) {
-  std::vector<int> keep;
+// Closes every fd above 2 except the held ones (lock fds) and `also`.
+void close_all_but(const std::vector<Fd>& held, int also) {
+  std::vector<int> keep{also};
   for (const auto& fd : held) keep.push_back(fd.get());
   std::sort(keep.begin(), keep.end());
   unsigned from = 3;
@@ -102,22 +103,27 @@ Error try_exec(Prepared& p) {
 
 }  // namespace
 
-[[noreturn]] void start_command(int channel, Prepared& p, const sigset_t& original_mask, int landlock_ruleset) {
-  if (p.plan.reaper || landlock_ruleset >= 0) p.timeline.mark("fork");
+[[noreturn]] void start_command(int channel, Prepared& p, const sigset_t& original_mask, const CommandSetup& setup) {
+  const bool landlock = setup.landlock_ruleset >= 0;
+  if (p.plan.reaper || landlock) p.timeline.mark("fork");
   reset_signals(original_mask);
   const bool session = p.new_session < 0 ? ::isatty(STDIN_FILENO) == 0 : p.new_session == 1;
   if (session && ::setsid() < 0) die(channel, sys_error("setsid"));
-  if (auto r = enter_directory(p.plan); !r) die(channel, r.error());
+  if (!setup.confined_by_parent)
+    if (auto r = enter_directory(p.plan); !r) die(channel, r.error());
   if (auto r = seal_fds(p.pass_fds); !r) die(channel, r.error());
-  if (auto r = set_capabilities(p.keep_caps); !r) die(channel, r.error());
-  if (auto r = set_no_new_privs(); !r) die(channel, r.error());
+  if (!setup.confined_by_parent) {
+    if (auto r = set_capabilities(p.keep_caps); !r) die(channel, r.error());
+    if (auto r = set_no_new_privs(); !r) die(channel, r.error());
+  }
   p.timeline.mark("credentials");
-  if (landlock_ruleset >= 0) {
-    if (auto r = landlock::restrict_self(landlock_ruleset); !r) die(channel, r.error());
+  if (landlock) {
+    if (auto r = landlock::restrict_self(setup.landlock_ruleset); !r) die(channel, r.error());
     p.timeline.mark("landlock");
   }
   // Last: from here on the command's own restrictions apply to us too.
-  if (auto r = load_filter(p.seccomp); !r) die(channel, r.error());
+  if (!setup.confined_by_parent)
+    if (auto r = load_filter(p.seccomp); !r) die(channel, r.error());
   for (const auto& program : p.extra_seccomp)
     if (auto r = load_filter(program); !r) die(channel, r.error());
   // The check tries for real: if it succeeds, the command never runs.
@@ -134,22 +140,22 @@ struct CommandStart {
   int channel;
   Prepared* p;
   const sigset_t* original_mask;
-  int landlock_ruleset;
-  int close_in_child;
+  const CommandSetup* setup;
 };
 
 int command_main(void* arg) {
   auto* start = static_cast<CommandStart*>(arg);
+  const CommandSetup& setup = *start->setup;
   // The fd table is the child's own (no CLONE_FILES), the memory is not:
   // close the raw fd, never through the parent's Fd object.
-  if (start->close_in_child >= 0) ::close(start->close_in_child);
-  if (start->landlock_ruleset >= 0) {
+  if (setup.close_in_child >= 0) ::close(setup.close_in_child);
+  if (setup.landlock_ruleset >= 0) {
     // On the Landlock rung nsrun itself is the parent: nothing emptied the
     // bounding set before.
     if (start->p->die_with_parent) arm_die_with_parent(start->channel);
     if (auto r = drop_bounding_and_ambient({}); !r) die(start->channel, r.error());
   }
-  start_command(start->channel, *start->p, *start->original_mask, start->landlock_ruleset);
+  start_command(start->channel, *start->p, *start->original_mask, setup);
 }
 
 }  // namespace
@@ -163,12 +169,11 @@ int command_main(void* arg) {
 // in the parent's heap, which is harmless. Signal handlers, fds and the
 // working directory stay per process (no CLONE_SIGHAND, CLONE_FILES or
 // CLONE_FS).
-pid_t spawn_command(int channel, Prepared& p, const sigset_t& original_mask, int landlock_ruleset,
-                    int close_in_child) {
+pid_t spawn_command(int channel, Prepared& p, const sigset_t& original_mask, const CommandSetup& setup) {
   constexpr std::size_t stack_size = 256 * 1024;
   void* stack = ::mmap(nullptr, stack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
   if (stack == MAP_FAILED) return -1;
-  CommandStart start{channel, &p, &original_mask, landlock_ruleset, close_in_child};
+  CommandStart start{channel, &p, &original_mask, &setup};
   const pid_t pid = ::clone(command_main, static_cast<char*>(stack) + stack_size, CLONE_VM | CLONE_VFORK | SIGCHLD, &start);
   const int err = errno;
   ::munmap(stack, stack_size);
@@ -239,18 +244,77 @@ namespace {
   if (auto r = drop_bounding_and_ambient(p.keep_caps); !r) die(channel, r.error());
   p.timeline.mark("bounding");
 
-  if (!p.plan.reaper) start_command(channel, p, original_mask);
+  if (!p.plan.reaper) start_command(channel, p, original_mask, {});
 
   install_forwarding_handlers();
-  const pid_t command = spawn_command(channel, p, original_mask);
+  // PID 1 confines itself first and the command inherits it: one filter
+  // load fewer (the kernel compiles each one), and nothing left for PID 1
+  // to do while the command execs. Not when the command keeps capabilities
+  // (--cap-add): PID 1 could not hand on what it had dropped.
+  CommandSetup setup;
+  setup.confined_by_parent = p.keep_caps.empty();
+  if (setup.confined_by_parent) {
+    if (auto r = enter_directory(p.plan); !r) die(channel, r.error());
+    if (auto r = set_capabilities({}); !r) die(channel, r.error());
+    if (auto r = set_no_new_privs(); !r) die(channel, r.error());
+    if (auto r = load_filter(p.seccomp); !r) die(channel, r.error());
+  }
+  const pid_t command = spawn_command(channel, p, original_mask, setup);
   if (command < 0) die(channel, sys_error("fork", "command"));
 
-  ::close(channel);
-  close_all_but(*locks);
-  (void)set_capabilities({});
-  (void)set_no_new_privs();
-  (void)load_filter(p.seccomp);
-  ::_exit(wait_forwarding(command));
+  close_all_but(*locks, channel);
+  if (!setup.confined_by_parent) {
+    (void)set_capabilities({});
+    (void)set_no_new_privs();
+    (void)load_filter(p.seccomp);
+  }
+  // The last thing PID 1 does with libc: once the channel is closed, nsrun
+  // reads end-of-file and runs again in the memory we share with it.
+  sys::raw(SYS_close, channel);
+  sys::raw(SYS_exit_group, wait_forwarding(command));
+  __builtin_unreachable();
+}
+
+struct SandboxStart {
+  int channel;      // the child's end
+  int parent_end;   // nsrun's end, which PID 1 must not hold
+  Prepared* p;
+  const sigset_t* original_mask;
+};
+
+int sandbox_main(void* arg) {
+  const auto* start = static_cast<SandboxStart*>(arg);
+  // A raw close, never through nsrun's Fd object: that memory is nsrun's.
+  ::close(start->parent_end);
+  sandbox_child(start->channel, *start->p, *start->original_mask);
+}
+
+// PID 1 is started the way spawn_command() starts the command: in nsrun's
+// own memory (CLONE_VM) on a stack of its own, so no page tables are copied
+// and neither process takes copy-on-write faults afterwards, each a trap to
+// the hypervisor on a VM. Unlike the command, PID 1 never execs, so nsrun
+// is not suspended (no CLONE_VFORK) and the two must never use the shared
+// memory at once. The order that guarantees it:
+// - until end-of-file on the channel, nsrun only waits in receive_raw(),
+//   which allocates nothing and leaves errno alone, while PID 1 and the
+//   command's vfork child build the sandbox with all of libc;
+// - PID 1 closes its end of the channel last (the command's end closes at
+//   its exec), and from then on makes raw system calls on its own stack
+//   only (wait_forwarding()).
+// Not for bwrap's --userns2, where PID 1 joins a user namespace (setns
+// refuses a process whose memory is shared) and not for the nested PID
+// namespace relay: both fork as before.
+pid_t clone_sandbox(int channel, int parent_end, Prepared& p, const sigset_t& original_mask) {
+  constexpr std::size_t stack_size = 1024 * 1024;
+  // Never unmapped: PID 1 runs on it until it exits, which nsrun does not
+  // wait for before returning; it goes with the address space.
+  void* stack = ::mmap(nullptr, stack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (stack == MAP_FAILED) return -1;
+  // Read by PID 1 after clone returns here: static, never on this frame.
+  static SandboxStart start;
+  start = SandboxStart{channel, parent_end, &p, &original_mask};
+  return ::clone(sandbox_main, static_cast<char*>(stack) + stack_size,
+                 static_cast<int>(p.plan.clone_flags) | CLONE_VM | SIGCHLD, &start);
 }
 
 // bwrap --pidns with --unshare-pid. The kernel makes a PID namespace only
@@ -321,7 +385,14 @@ LaunchOutcome run_namespaces(Prepared& p) {
   // A joined PID namespace with a new one inside: a plain fork first (see
   // relay_into_nested_pidns).
   const bool nested_pidns = p.pidns_fd >= 0 && (p.plan.clone_flags & CLONE_NEWPID) != 0;
-  const pid_t child = sys::clone_fork(nested_pidns ? 0 : p.plan.clone_flags);
+  const bool share_memory = !nested_pidns && p.userns2_fd < 0;
+  // What PID 1 changes in `p`, which it shares with us: put back afterwards
+  // for a rung that runs after this one.
+  const Timeline timeline_before = p.timeline;
+  const std::vector<cap_value_t> keep_caps_before = p.keep_caps;
+  const pid_t child = share_memory
+                          ? clone_sandbox(channel->child.get(), channel->parent.get(), p, original_mask)
+                          : sys::clone_fork(nested_pidns ? 0 : p.plan.clone_flags);
   if (child < 0) {
     out.error = sys_error("clone", clone_flag_names(p.plan.clone_flags));
     sigprocmask(SIG_SETMASK, &original_mask, nullptr);
@@ -333,12 +404,23 @@ LaunchOutcome run_namespaces(Prepared& p) {
     sandbox_child(channel->child.get(), p, original_mask);
   }
   channel->child.reset();
-  return supervise(child, channel->parent.get(), p, original_mask);
+  out = supervise(child, channel->parent.get(), p, original_mask);
+  p.timeline = timeline_before;
+  p.keep_caps = keep_caps_before;
+  return out;
 }
 
 LaunchOutcome supervise(pid_t child, int channel, Prepared& p, const sigset_t& original_mask) {
   LaunchOutcome out;
-  auto received = receive_until_eof(channel);
+  // Not zeroed: only the bytes received are touched.
+  ChannelBytes bytes;
+  receive_raw(channel, bytes);
+  if (bytes.failed_errno != 0) {
+    // The sandbox may still be running in our memory: end it first.
+    ::kill(child, SIGKILL);
+    ::waitpid(child, nullptr, 0);
+  }
+  auto received = decode(bytes);
   out.timeline = p.timeline;
   if (received) out.timeline.merge(received->timeline);
   if (!received || received->error) {

@@ -57,16 +57,24 @@ struct LaunchOutcome {
 
 LaunchOutcome run_namespaces(Prepared& prepared);
 
+// How the process that becomes the command starts.
+struct CommandSetup {
+  int landlock_ruleset = -1;  // restricts the command to it (the Landlock rung)
+  int close_in_child = -1;    // an fd of the parent the command must not keep
+  // The parent already entered the working directory, emptied the
+  // capability sets, set no_new_privs and loaded `Prepared::seccomp`; the
+  // command inherits all of it instead of doing it again.
+  bool confined_by_parent = false;
+};
+
 // Shared by the rungs. Child side: the process that becomes the command
 // (session, directory, fds, capabilities, no_new_privs, the Landlock
 // ruleset when one is given, seccomp last, exec); failures go to `channel`.
-[[noreturn]] void start_command(int channel, Prepared& p, const sigset_t& original_mask, int landlock_ruleset = -1);
+[[noreturn]] void start_command(int channel, Prepared& p, const sigset_t& original_mask, const CommandSetup& setup);
 // Parent side: starts start_command() in a new process sharing this one's
 // memory until it execs (CLONE_VM|CLONE_VFORK). With a Landlock ruleset the
 // child first arms die-with-parent and empties its bounding set.
-// `close_in_child`: an fd of this process the child must not keep.
-pid_t spawn_command(int channel, Prepared& p, const sigset_t& original_mask, int landlock_ruleset = -1,
-                    int close_in_child = -1);
+pid_t spawn_command(int channel, Prepared& p, const sigset_t& original_mask, const CommandSetup& setup);
 // Child side: PDEATHSIG, and a check that the parent did not die before it.
 void arm_die_with_parent(int channel);
 // Parent side, after fork/clone of `child`: reads the channel to its end,

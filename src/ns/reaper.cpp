@@ -4,6 +4,8 @@
 
 #include <cerrno>
 
+#include "sys/raw.hpp"
+
 namespace nsrun {
 
 namespace {
@@ -18,18 +20,10 @@ bool sent_by_a_process(const siginfo_t& info) {
 }
 }  // namespace
 
-const sigset_t& forwarded_signals() {
-  static const sigset_t set = [] {
-    sigset_t s;
-    sigemptyset(&s);
-    for (int sig : forwarded) sigaddset(&s, sig);
-    return s;
-  }();
-  return set;
-}
-
 sigset_t blocked_for_launch() {
-  sigset_t s = forwarded_signals();
+  sigset_t s;
+  sigemptyset(&s);
+  for (int sig : forwarded) sigaddset(&s, sig);
   sigaddset(&s, SIGCHLD);
   return s;
 }
@@ -56,20 +50,22 @@ int exit_status(int status) {
   return 125;
 }
 
+// Raw system calls only: PID 1 runs this in memory it shares with a running
+// nsrun (sys/raw.hpp), so it writes nothing but its own stack.
 int wait_forwarding(pid_t child) {
   const sigset_t waited = blocked_for_launch();
   while (true) {
     // Reap first: SIGCHLD may have been consumed before we got here.
     int status = 0;
-    pid_t pid;
-    while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0)
+    long pid;
+    while ((pid = sys::raw(SYS_wait4, -1, &status, WNOHANG, nullptr)) > 0)
       if (pid == child) return exit_status(status);
-    if (pid < 0 && errno == ECHILD) return 125;
+    if (pid == -ECHILD) return 125;
 
     siginfo_t info{};
-    int sig = sigwaitinfo(&waited, &info);
+    const long sig = sys::raw(SYS_rt_sigtimedwait, &waited, &info, nullptr, _NSIG / 8);
     if (sig < 0 || sig == SIGCHLD) continue;
-    if (sent_by_a_process(info)) ::kill(child, sig);
+    if (sent_by_a_process(info)) sys::raw(SYS_kill, child, sig);
   }
 }
 

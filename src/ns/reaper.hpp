@@ -8,11 +8,9 @@
 
 namespace nsrun {
 
-// The signals passed down: termination requests and terminal resizes.
-const sigset_t& forwarded_signals();
-
-// forwarded_signals() plus SIGCHLD, blocked in the caller before clone so
-// none is lost between clone and the wait loop.
+// The signals passed down (termination requests and terminal resizes) plus
+// SIGCHLD, blocked in the caller before clone so none is lost between clone
+// and the wait loop.
 sigset_t blocked_for_launch();
 
 // Installs a no-op handler for each forwarded signal. PID 1 needs it: the
@@ -24,7 +22,8 @@ void install_forwarding_handlers();
 void reset_signals(const sigset_t& original_mask);
 
 // Waits for `child` while forwarding signals to it; reaps any other child
-// too (PID 1 inherits every orphan). Returns the exit status nsrun reports:
+// too (PID 1 inherits every orphan). Writes nothing but its own stack, not
+// even errno, so PID 1 may run it beside nsrun in shared memory. Returns the exit status nsrun reports:
 // the code, or 128+N for a death by signal N.
 int wait_forwarding(pid_t child);
 
