@@ -168,9 +168,7 @@ LaunchOutcome run(Prepared& p, const Policy& policy, Readiness ready) {
   }
   // Orphans of the command come to us, so none outlives the run.
   ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-  sigset_t original_mask;
-  const sigset_t blocked = blocked_for_launch();
-  sigprocmask(SIG_BLOCK, &blocked, &original_mask);
+  const sigset_t original_mask = block_for_launch();
   CommandSetup setup;
   setup.landlock_ruleset = fd->get();
   setup.close_in_child = channel->parent.get();

@@ -378,9 +378,7 @@ LaunchOutcome run_namespaces(Prepared& p) {
     out.error = channel.error();
     return out;
   }
-  sigset_t original_mask;
-  const sigset_t blocked = blocked_for_launch();
-  sigprocmask(SIG_BLOCK, &blocked, &original_mask);
+  const sigset_t original_mask = block_for_launch();
 
   // A joined PID namespace with a new one inside: a plain fork first (see
   // relay_into_nested_pidns).

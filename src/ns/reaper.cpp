@@ -28,6 +28,17 @@ sigset_t blocked_for_launch() {
   return s;
 }
 
+sigset_t block_for_launch() {
+  struct sigaction dfl{};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  sigaction(SIGCHLD, &dfl, nullptr);
+  const sigset_t blocked = blocked_for_launch();
+  sigset_t original;
+  sigprocmask(SIG_BLOCK, &blocked, &original);
+  return original;
+}
+
 void install_forwarding_handlers() {
   struct sigaction sa{};
   sa.sa_handler = ignore_signal;

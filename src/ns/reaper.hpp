@@ -13,6 +13,13 @@ namespace nsrun {
 // and the wait loop.
 sigset_t blocked_for_launch();
 
+// Blocks blocked_for_launch() and returns the mask it replaced. Also gives
+// SIGCHLD its default action back: a caller that ignores it (SIG_IGN, or
+// SA_NOCLDWAIT) would have the kernel reap our children without sending
+// the signal, and the wait loops here (nsrun's, and PID 1's, which
+// inherits the disposition) would sleep forever.
+sigset_t block_for_launch();
+
 // Installs a no-op handler for each forwarded signal. PID 1 needs it: the
 // kernel drops a signal sent to a namespace's init when its handler is
 // SIG_DFL.

@@ -46,11 +46,6 @@ std::vector<std::string> masked_proc(std::vector<std::string> more = {}) {
   return o;
 }
 
-void require_landlock() {
-  static const long abi = syscall(SYS_landlock_create_ruleset, nullptr, 0, 1U);
-  if (abi < 1) unavailable("landlock", "landlock_create_ruleset reports no ABI");
-}
-
 long landlock_abi() { return syscall(SYS_landlock_create_ruleset, nullptr, 0, 1U); }
 
 json::Value parse_json(const std::string& text) {

@@ -56,6 +56,27 @@ TEST_CASE("nsrun exits with the command's status", "[process][exit]") {
   }
 }
 
+// With SIGCHLD ignored the kernel reaps children without a signal; nsrun
+// and its PID 1 must still see the command end (they once slept forever).
+TEST_CASE("a caller that ignores SIGCHLD still gets the command's status", "[process][exit]") {
+  require_userns();
+  TempDir ws;
+  for (const char* backend : {"namespaces", "landlock"}) {
+    DYNAMIC_SECTION("--backend " << backend) {
+      if (std::string_view(backend) == "landlock") require_landlock();
+      RunResult r = run({"bash", "-c", "trap '' CHLD; exec \"$0\" \"$@\"", nsrun_path(), "--backend", backend, "--",
+                         "sh", "-c", "exit 3"},
+                        [&] {
+                          RunOptions o = at(ws);
+                          o.timeout = 10s;
+                          return o;
+                        }());
+      INFO(r.err);
+      CHECK(r.exit_code == 3);
+    }
+  }
+}
+
 TEST_CASE("a file that is not executable: 126", "[process][exit]") {
   require_userns();
   TempDir ws;

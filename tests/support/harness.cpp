@@ -443,6 +443,11 @@ void unavailable(std::string_view feature, std::string_view reason) {
   std::abort();  // not reached: SKIP throws
 }
 
+void require_landlock() {
+  static const long abi = syscall(SYS_landlock_create_ruleset, nullptr, 0, 1U);
+  if (abi < 1) unavailable("landlock", "landlock_create_ruleset reports no ABI");
+}
+
 void require_userns() {
   // 0: usable; otherwise the errno of the refusal. Asked once per run.
   static const int refusal = [] {

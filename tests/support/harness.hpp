@@ -141,6 +141,8 @@ void make_dir(const std::string& path, mode_t mode = 0755);
 // Checks that a user namespace (with mount and PID namespaces) can be made.
 // If not: FAIL when $NSRUN_TEST_REQUIRE contains "userns", else a loud SKIP.
 void require_userns();
+// The same for Landlock (any ABI).
+void require_landlock();
 
 // Like require_userns for any optional feature: FAILs when
 // $NSRUN_TEST_REQUIRE contains `feature`, else SKIPs with `reason`.
