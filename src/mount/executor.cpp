@@ -8,6 +8,7 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
+#include <optional>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -155,12 +156,38 @@ std::string tmpfs_options(uint32_t mode, uint64_t size) {
   return opts;
 }
 
+// Whether the steps need the staging area for files of their own: data
+// written into the sandbox (bound from there) or a private overlay upper.
+bool needs_staging(const std::vector<MountStep>& steps) {
+  for (const MountStep& s : steps)
+    if ((s.op == Op::write_file && !s.source.empty()) || (s.op == Op::overlay && s.private_upper)) return true;
+  return false;
+}
+
+// Assembles the new root. Where it sits while built:
+// - stacked on the host's root directory ("/" of this mount namespace),
+//   the usual case. A lookup that starts at our root never enters a mount
+//   stacked on that very directory, so every host path still resolves as
+//   on the host, and no host directory is covered. The base tmpfs is made
+//   only when a step needs something below "/" before any step mounts on
+//   "/" itself (the mode presets bind the host's "/" first, so then no
+//   tmpfs is made at all).
+// - in the staging area, when files of nsrun's own must be made there or
+//   the root is an initramfs (see build_root()).
 class RootBuilder {
  public:
-  RootBuilder(Fd staging, Fd host, Fd root)
-      : staging_(std::move(staging)), host_(std::move(host)), root_(std::move(root)) {}
+  // `staging` invalid: the new root is stacked on `host` (the process's
+  // root). `host_prefix`: where the host's root is by path ("/oldroot" in
+  // the staging area, "" when stacked).
+  RootBuilder(Fd staging, Fd host, Fd root, std::string host_prefix)
+      : staging_(std::move(staging)), host_(std::move(host)), root_(std::move(root)),
+        host_prefix_(std::move(host_prefix)) {}
 
   Result<void> run(const MountStep& s) {
+    const bool mount_on_root = relative(s.dest) == "." && s.op != Op::set_attr && s.op != Op::mkdir &&
+                               s.op != Op::chmod && s.op != Op::symlink && s.op != Op::write_file;
+    if (!mount_on_root || s.source_in_root)
+      if (auto r = ensure_root(); !r) return r;
     switch (s.op) {
       case Op::bind: return bind(s);
       case Op::tmpfs: return fresh(s, "tmpfs", tmpfs_options(s.mode, s.size));
@@ -186,6 +213,7 @@ class RootBuilder {
   }
 
   Result<void> pivot() {
+    if (auto r = ensure_root(); !r) return r;
     // pivot_root(".", ".") stacks the old root on top of the new one; the
     // detach then drops it, so no directory for it is needed.
     if (::fchdir(root_.get()) != 0) return fail(sys_error("chdir", "new root"));
@@ -203,6 +231,7 @@ class RootBuilder {
   // so the kernel refuses it (and the command) a new user namespace, and
   // without one a process with no capabilities cannot leave a chroot.
   Result<void> enter_by_chroot() {
+    if (auto r = ensure_root(); !r) return r;
     if (::umount2("/oldroot", MNT_DETACH) != 0) return fail(sys_error("detach", "old root"));
     if (::fchdir(root_.get()) != 0) return fail(sys_error("chdir", "new root"));
     if (::chroot(".") != 0) return fail(sys_error("chroot", "new root"));
@@ -220,13 +249,35 @@ class RootBuilder {
     return {};
   }
 
-  // Mounting over "/" of the root hides the fd we hold; reopen through the
-  // staging directory to land on the top mount.
-  Result<void> after_mount(std::string_view dest) {
-    if (relative(dest) != ".") return {};
-    int fd = ::openat(staging_.get(), "newroot", O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return fail(sys_error("open", "new root"));
-    root_.reset(fd);
+  // A tmpfs for the new root, for steps that need one before (or without)
+  // a mount on "/".
+  Result<void> ensure_root() {
+    if (root_) return {};
+    auto mnt = new_filesystem("tmpfs", "mode=755", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, "new root");
+    if (!mnt) return fail(mnt.error());
+    return attach_root(std::move(*mnt), "tmpfs", "new root");
+  }
+
+  // `mnt` becomes the new root. What was the root is hidden below it
+  // anyway; stacked on the host's "/", it is detached first, so that one
+  // mount only ever sits there and the final pivot leaves exactly the old
+  // root on top of the new one, for the detach to take.
+  Result<void> attach_root(Fd mnt, std::string_view what, std::string_view path) {
+    if (staging_) {
+      if (root_) {
+        if (auto r = attach(mnt.get(), root_.get(), what, path); !r) return r;
+      } else {
+        Fd at(::openat(staging_.get(), "newroot", O_PATH | O_DIRECTORY | O_CLOEXEC));
+        if (!at) return fail(sys_error("open", "new root"));
+        if (auto r = attach(mnt.get(), at.get(), what, path); !r) return r;
+      }
+    } else {
+      if (root_ && ::umount2("/", MNT_DETACH) != 0) return fail(sys_error("detach", "previous new root"));
+      if (::move_mount(mnt.get(), "", AT_FDCWD, "/", MOVE_MOUNT_F_EMPTY_PATH) != 0)
+        return fail(sys_error(fmt::format("mount {} on", what), path));
+    }
+    // The mount's own fd names its root, now the top of the stack.
+    root_ = std::move(mnt);
     return {};
   }
 
@@ -239,7 +290,7 @@ class RootBuilder {
     struct stat want{};
     if (::fstat(fd, &want) != 0) return fail(sys_error("bind fd", label));
     char target[4096];
-    const ssize_t n = ::readlink(fmt::format("/oldroot/proc/self/fd/{}", fd).c_str(), target, sizeof target - 1);
+    const ssize_t n = ::readlink(fmt::format("{}/proc/self/fd/{}", host_prefix_, fd).c_str(), target, sizeof target - 1);
     if (n <= 0 || target[0] != '/') return fail(Error{"bind fd", EBADF, label, "no path for the fd"});
     const std::string path(target, static_cast<std::size_t>(n));
     auto found = open_in_root(host_.get(), path);
@@ -271,19 +322,22 @@ class RootBuilder {
     Fd tree(::open_tree(src.get(), "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE));
     if (!tree) return fail(sys_error("bind", s.source));
     if (auto r = set_attrs(tree.get(), s.attrs, s.dest); !r) return r;
+    if (relative(s.dest) == ".") {
+      if (file) return fail(Error{"bind", ENOTDIR, s.source, "the new root must be a directory"});
+      return attach_root(std::move(tree), s.source, s.dest);
+    }
     auto dest = mount_point(root_.get(), s.dest, file || s.dest_is_file, s.parent_mode);
     if (!dest) return fail(dest.error());
-    if (auto r = attach(tree.get(), dest->get(), s.source, s.dest); !r) return r;
-    return after_mount(s.dest);
+    return attach(tree.get(), dest->get(), s.source, s.dest);
   }
 
   Result<void> fresh(const MountStep& s, const char* type, const std::string& options) {
     auto mnt = new_filesystem(type, options, s.attrs, s.dest);
     if (!mnt) return fail(mnt.error());
+    if (relative(s.dest) == ".") return attach_root(std::move(*mnt), type, s.dest);
     auto dest = mount_point(root_.get(), s.dest, false, s.parent_mode);
     if (!dest) return fail(dest.error());
-    if (auto r = attach(mnt->get(), dest->get(), type, s.dest); !r) return r;
-    return after_mount(s.dest);
+    return attach(mnt->get(), dest->get(), type, s.dest);
   }
 
   Result<void> symlink(const MountStep& s) {
@@ -350,7 +404,7 @@ class RootBuilder {
     auto host_dir = [&](const std::string& path) -> Result<std::string> {
       auto fd = open_in_root(host_.get(), path, O_PATH | O_DIRECTORY);
       if (!fd) return fail(Error{"overlay source", fd.error().err, path, {}});
-      std::string name = fmt::format("/oldroot/proc/self/fd/{}", fd->get());
+      std::string name = fmt::format("{}/proc/self/fd/{}", host_prefix_, fd->get());
       held.push_back(std::move(*fd));
       return name;
     };
@@ -385,9 +439,10 @@ class RootBuilder {
     return fresh(s, "overlay", options);
   }
 
-  Fd staging_;
-  Fd host_;  // the host's root, at /oldroot of the staging area
-  Fd root_;
+  Fd staging_;  // invalid when the new root is stacked on the host's "/"
+  Fd host_;     // the host's root
+  Fd root_;     // the top of the new root; invalid until a step makes one
+  std::string host_prefix_;
   unsigned data_files_ = 0;
   unsigned overlays_ = 0;
 };
@@ -450,23 +505,24 @@ Result<void> build_root(const std::vector<MountStep>& steps, Timeline& timeline)
   auto ramfs_root = make_root_pivotable();
   if (!ramfs_root) return fail(ramfs_root.error());
 
-  auto staging = enter_staging();
-  if (!staging) return fail(staging.error());
-  Fd host(::open("/oldroot", O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (!host) return fail(sys_error("open", "old root"));
-  auto root_mnt = new_filesystem("tmpfs", "mode=755", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, "new root");
-  if (!root_mnt) return fail(root_mnt.error());
-  Fd at(::open("/newroot", O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (!at) return fail(sys_error("open", "new root"));
-  if (auto r = attach(root_mnt->get(), at.get(), "tmpfs", "new root"); !r) return r;
-  Fd root(::open("/newroot", O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (!root) return fail(sys_error("open", "new root"));
-
-  RootBuilder builder(std::move(*staging), std::move(host), std::move(root));
+  // The staging area only where it is needed; on an initramfs root the
+  // chroot at the end detaches the host's tree by its path there.
+  std::optional<RootBuilder> builder;
+  if (*ramfs_root || needs_staging(steps)) {
+    auto staging = enter_staging();
+    if (!staging) return fail(staging.error());
+    Fd host(::open("/oldroot", O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!host) return fail(sys_error("open", "old root"));
+    builder.emplace(std::move(*staging), std::move(host), Fd(), "/oldroot");
+  } else {
+    Fd host(::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!host) return fail(sys_error("open", "/"));
+    builder.emplace(Fd(), std::move(host), Fd(), "");
+  }
   for (const MountStep& s : steps)
-    if (auto r = builder.run(s); !r) return r;
+    if (auto r = builder->run(s); !r) return r;
   timeline.mark("mounts");
-  if (auto r = *ramfs_root ? builder.enter_by_chroot() : builder.pivot(); !r) return r;
+  if (auto r = *ramfs_root ? builder->enter_by_chroot() : builder->pivot(); !r) return r;
   timeline.mark("pivot");
   return {};
 }
