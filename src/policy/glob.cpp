@@ -45,10 +45,10 @@ bool in_class(std::string_view name, unsigned char c, bool& known) {
 
 enum class Outcome { match, no_match, literal };
 
-// A collating symbol "[.x.]" whose '.' is at `dot`: its one character, and
-// `next` after its ']'; 0 when it is not exactly one character long or is
-// unterminated (the whole bracket then fails, as in glibc without
-// collation rules).
+// A collating symbol "[.x.]" whose '.' is at `dot`: its character, and
+// `next` after its ']'. Without collation rules (the C locale) glibc knows
+// only one-character symbols; `ok` is false for any other or an
+// unterminated one, and the whole bracket then fails.
 unsigned char collating_symbol(const Pattern& p, std::size_t dot, std::size_t& next, bool& ok) {
   std::size_t j = dot, length = 0;
   while (true) {
@@ -205,7 +205,7 @@ bool glob_match(std::string_view pattern_text, std::string_view name) {
       star_n = n;
       continue;
     }
-    if (i == p.size() ? n == name.size() : false) return true;
+    if (i == p.size() && n == name.size()) return true;
     if (i < p.size() && n < name.size()) {
       const auto ch = static_cast<unsigned char>(name[n]);
       const unsigned char c = p.at(i);
