@@ -3,10 +3,12 @@
 #include <sys/wait.h>
 
 #include <algorithm>
-#include <cmath>
+#include <cstdlib>
+#include <utility>
 
 #include <fmt/format.h>
 
+#include "bench/numbers.hpp"
 #include "policy/json.hpp"
 
 namespace nsrun::bench {
@@ -47,13 +49,13 @@ void throughput(RowResult& r, std::size_t launches, std::size_t k, Launcher& lau
   r.per_second = per_second(done, clock() - t0);
 }
 
-std::string us(uint64_t ns) { return fmt::format("{:.1f}", static_cast<double>(ns) / 1000.0); }
+std::string us(uint64_t ns) { return fixed(static_cast<double>(ns) / 1000.0, 1); }
 
-std::string ms(uint64_t ns) { return fmt::format("{:.2f}", static_cast<double>(ns) / 1e6); }
+std::string ms(uint64_t ns) { return fixed(static_cast<double>(ns) / 1e6, 2); }
 
 std::string json_string(std::string_view s) { return json::quote(s); }
 
-std::string json_number(std::optional<double> v) { return v ? fmt::format("{:.3f}", *v) : "null"; }
+std::string json_number(std::optional<double> v) { return v ? fixed(*v, 3) : "null"; }
 
 std::string xml_escape(std::string_view s) {
   std::string out;
@@ -176,10 +178,10 @@ std::string format_table(const Results& res) {
       continue;
     }
     const Summary& s = r.latency;
-    auto ratio = [](const std::optional<double>& v) { return v ? fmt::format("{:.2f}x", *v) : std::string("-"); };
+    auto ratio = [](const std::optional<double>& v) { return v ? fixed(*v, 2) + "x" : std::string("-"); };
     out += fmt::format("{:<{}}  {:>7} {:>7} {:>7} {:>7} {:>7}  {:>8} {:>8}  {:>7} {:>9}{}{}\n", r.row.name, w, ms(s.min),
                        ms(s.p50), ms(s.p90), ms(s.p99), ms(s.max), ms(r.cpu_ns_mean), r.peak_rss_kib, ratio(r.ratio),
-                       ratio(r.overhead_ratio), o.concurrency ? fmt::format("  {:>9.0f}", r.per_second) : "",
+                       ratio(r.overhead_ratio), o.concurrency ? fmt::format("  {:>9}", fixed(r.per_second, 0)) : "",
                        r.failures ? fmt::format("  ({} failed)", r.failures) : "");
   }
   out +=
@@ -252,8 +254,9 @@ std::string to_json(const Results& res) {
 }
 
 std::string to_svg(const Results& res) {
-  constexpr double W = 940, H = 500, left = 70, right = 330, top = 40, bottom = 60;
-  const double pw = W - left - right, ph = H - top - bottom;
+  // The layout is in whole pixels; only positions of data have fractions.
+  constexpr int W = 940, H = 500, left = 70, right = 330, top = 40, bottom = 60;
+  constexpr int pw = W - left - right, ph = H - top - bottom;
   static constexpr const char* colours[] = {"#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e",
                                             "#e6ab02", "#a6761d", "#666666", "#1f78b4", "#b2182b"};
   uint64_t lo = UINT64_MAX, hi = 0;
@@ -266,47 +269,54 @@ std::string to_svg(const Results& res) {
   out += fmt::format("<text x=\"{}\" y=\"22\" font-size=\"15\">nsrun bench: launch latency CDF ({} launches per row, payload {})</text>\n",
                      left, res.options.launches, xml_escape(res.payload));
   if (hi == 0) return out + "<text x=\"70\" y=\"80\">no row was measured</text>\n</svg>\n";
-  // Log scale on whole decades around the data, so rows far apart stay readable.
-  const double lmin = std::floor(std::log10(static_cast<double>(lo) / 1e6) * 2) / 2;
-  double lmax = std::ceil(std::log10(static_cast<double>(hi) / 1e6) * 2) / 2;
-  if (lmax <= lmin) lmax = lmin + 0.5;
-  auto x_of = [&](double ms_) { return left + (std::log10(ms_) - lmin) / (lmax - lmin) * pw; };
+  // Log scale on whole half decades around the data, so rows far apart stay readable.
+  const int kmin = half_decades_floor(lo);
+  const int kmax = std::max(half_decades_ceil(hi), kmin + 1);
+  const double lmin = kmin / 2.0, lmax = kmax / 2.0;
+  auto x_of = [&](double ms_) { return left + (approx_log10(ms_) - lmin) / (lmax - lmin) * pw; };
   auto y_of = [&](double f) { return top + (1.0 - f) * ph; };
   out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#444\"/>\n", left, top, pw, ph);
-  for (double d = std::floor(lmin); d <= lmax; d += 1)
-    for (double m : {1.0, 2.0, 5.0}) {
-      const double v = m * std::pow(10.0, d);
-      const double lv = std::log10(v);
+  int first_decade = kmin / 2;
+  if (2 * first_decade > kmin) --first_decade;  // round down, also below 1 ms
+  for (int d = first_decade; 2 * d <= kmax; ++d)
+    for (int m : {1, 2, 5}) {
+      double p = 1;
+      for (int i = 0; i < std::abs(d); ++i) p *= 10;
+      const double v = d >= 0 ? m * p : m / p;
+      const double lv = approx_log10(v);
       if (lv < lmin - 1e-9 || lv > lmax + 1e-9) continue;
-      const double x = x_of(v);
-      out += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#ddd\"/>\n", x, top, top + ph);
-      out += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{:g}</text>\n", x, top + ph + 16, v);
+      const std::string x = fixed(x_of(v), 1);
+      out += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#ddd\"/>\n", x, top, top + ph);
+      out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", x, top + ph + 16, tick_label(m, d));
     }
-  for (double f : {0.0, 0.25, 0.5, 0.75, 1.0}) {
-    out += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"#ddd\"{}/>\n", left, y_of(f), left + pw,
-                       y_of(f), f == 0.5 ? " stroke-dasharray=\"4 3\" stroke-width=\"1.5\"" : "");
-    out += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{:g}</text>\n", left - 6, y_of(f) + 4, f);
+  static constexpr std::pair<double, const char*> fractions[] = {
+      {0.0, "0"}, {0.25, "0.25"}, {0.5, "0.5"}, {0.75, "0.75"}, {1.0, "1"}};
+  for (const auto& [f, label] : fractions) {
+    const std::string y = fixed(y_of(f), 1);
+    out += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#ddd\"{}/>\n", left, y, left + pw, y,
+                       f == 0.5 ? " stroke-dasharray=\"4 3\" stroke-width=\"1.5\"" : "");
+    out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", left - 6, fixed(y_of(f) + 4, 1), label);
   }
   out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">launch latency, ms (log scale)</text>\n",
                      left + pw / 2, H - 18);
   out += fmt::format("<text transform=\"translate(18 {}) rotate(-90)\" text-anchor=\"middle\">fraction of launches</text>\n",
                      top + ph / 2);
-  std::size_t shown = 0;
+  int shown = 0;
   for (const RowResult& r : res.rows) {
     if (!r.row.available || r.latency.n == 0) continue;
-    const char* colour = colours[shown % std::size(colours)];
+    const char* colour = colours[static_cast<std::size_t>(shown) % std::size(colours)];
     std::vector<uint64_t> v;
     for (uint64_t s : r.wall_ns)
       if (s) v.push_back(s);
     std::sort(v.begin(), v.end());
-    std::string pts = fmt::format("{:.1f},{:.1f}", x_of(static_cast<double>(v.front()) / 1e6), y_of(0));
+    std::string pts = fmt::format("{},{}", fixed(x_of(static_cast<double>(v.front()) / 1e6), 1), fixed(y_of(0), 1));
     for (std::size_t i = 0; i < v.size(); ++i) {
-      const double x = x_of(static_cast<double>(v[i]) / 1e6);
-      pts += fmt::format(" {0:.1f},{1:.1f} {0:.1f},{2:.1f}", x, y_of(static_cast<double>(i) / v.size()),
-                         y_of(static_cast<double>(i + 1) / v.size()));
+      const std::string x = fixed(x_of(static_cast<double>(v[i]) / 1e6), 1);
+      pts += fmt::format(" {0},{1} {0},{2}", x, fixed(y_of(static_cast<double>(i) / v.size()), 1),
+                         fixed(y_of(static_cast<double>(i + 1) / v.size()), 1));
     }
     out += fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"2\" points=\"{}\"/>\n", colour, pts);
-    const double ly = top + 10 + 20.0 * shown;
+    const int ly = top + 10 + 20 * shown;
     out += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"{3}\" stroke-width=\"3\"/>\n", left + pw + 15,
                        ly, left + pw + 40, colour);
     out += fmt::format("<text x=\"{}\" y=\"{}\">{} (p50 {} ms)</text>\n", left + pw + 46, ly + 4, xml_escape(r.row.name),

@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
-#include <cstring>
 
 #include <fmt/format.h>
 
@@ -75,13 +75,9 @@ void end_leftovers() {
         std::snprintf(path, sizeof path, "/proc/%ld/stat", pid);
         Fd fd(::open(path, O_RDONLY | O_CLOEXEC));
         char buf[512];
-        const ssize_t n = fd ? ::read(fd.get(), buf, sizeof buf - 1) : -1;
+        const ssize_t n = fd ? ::read(fd.get(), buf, sizeof buf) : -1;
         if (n <= 0) continue;
-        buf[n] = '\0';
-        const char* paren = std::strrchr(buf, ')');
-        int ppid = 0;
-        char state = 0;
-        if (paren != nullptr && std::sscanf(paren + 1, " %c %d", &state, &ppid) == 2 && ppid == self)
+        if (parent_in_stat(std::string_view(buf, static_cast<std::size_t>(n))) == self)
           ::kill(static_cast<pid_t>(pid), SIGKILL);
       }
       ::closedir(proc);
@@ -97,6 +93,21 @@ void set_env(std::vector<std::string>& env, std::string_view name, std::string_v
 }
 
 }  // namespace
+
+pid_t parent_in_stat(std::string_view stat) {
+  // "pid (comm) state ppid ...": scanf would drag glibc's whole scanf and
+  // strtod family into the static binary for this one field.
+  const std::size_t paren = stat.rfind(')');
+  if (paren == std::string_view::npos) return -1;
+  std::string_view rest = stat.substr(paren + 1);
+  if (rest.size() < 4 || rest[0] != ' ' || rest[2] != ' ') return -1;
+  rest.remove_prefix(3);
+  pid_t ppid = -1;
+  const auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), ppid);
+  if (ec != std::errc{} || ppid < 0) return -1;
+  if (end != rest.data() + rest.size() && *end != ' ' && *end != '\n') return -1;
+  return ppid;
+}
 
 std::vector<std::string> terminals() {
   std::vector<std::string> out;

@@ -4,7 +4,10 @@
 // the command left behind and removes the private TMPDIR.
 #pragma once
 
+#include <sys/types.h>
+
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "landlock/ruleset.hpp"
@@ -29,6 +32,11 @@ Readiness assess(const Policy& policy);
 // Runs the prepared command on this rung. `ready` must come from assess()
 // with an empty reason.
 LaunchOutcome run(Prepared& prepared, const Policy& policy, Readiness ready);
+
+// The parent pid field of a /proc/<pid>/stat line, -1 when `stat` is not
+// one. The command name before it may hold spaces and ')', and only the
+// last ')' closes it.
+pid_t parent_in_stat(std::string_view stat);
 
 // ttyname() of each of fds 0-2 that is a terminal, without duplicates.
 std::vector<std::string> terminals();

@@ -1,9 +1,10 @@
 #include "policy/env.hpp"
 
-#include <fnmatch.h>
 #include <unistd.h>
 
 #include <algorithm>
+
+#include "policy/glob.hpp"
 
 namespace nsrun {
 
@@ -11,10 +12,8 @@ namespace {
 std::string_view var_name(std::string_view entry) { return entry.substr(0, entry.find('=')); }
 
 bool matches_any(const Policy& policy, EnvOp::Kind kind, std::string_view name) {
-  const std::string n(name);
-  return std::any_of(policy.env.begin(), policy.env.end(), [&](const EnvOp& op) {
-    return op.kind == kind && ::fnmatch(op.name.c_str(), n.c_str(), 0) == 0;
-  });
+  return std::any_of(policy.env.begin(), policy.env.end(),
+                     [&](const EnvOp& op) { return op.kind == kind && glob_match(op.name, name); });
 }
 
 bool has_kind(const Policy& policy, EnvOp::Kind kind) {

@@ -2,13 +2,18 @@
 // spawned and no speed is asserted.
 #include <sys/wait.h>
 
+#include <bit>
+#include <cmath>
+#include <cstdio>
 #include <map>
+#include <random>
 #include <regex>
 
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_floating_point.hpp>
 
 #include "bench/bench.hpp"
+#include "bench/numbers.hpp"
 #include "bench/stats.hpp"
 #include "cli/bench.hpp"
 #include "policy/json.hpp"
@@ -94,6 +99,72 @@ TEST_CASE("percentiles follow the nearest-rank rule") {
   CHECK(s.p50 == 3);
   CHECK(s.mean == 3);
   CHECK(summarize({}).n == 0);
+}
+
+TEST_CASE("fixed() prints the digits printf prints") {
+  auto printf_fixed = [](double v, int decimals) {
+    char buf[512];
+    std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+    return std::string(buf);
+  };
+  // Ties on the exact binary value round to even, as printf and fmt do.
+  CHECK(fixed(0.25, 1) == "0.2");
+  CHECK(fixed(0.75, 1) == "0.8");
+  CHECK(fixed(0.125, 2) == "0.12");
+  CHECK(fixed(2.5, 0) == "2");
+  CHECK(fixed(2.675, 2) == "2.67");  // 2.67499999...
+  CHECK(fixed(-0.0004, 3) == "-0.000");
+  CHECK(fixed(7520.0, 1) == "7520.0");
+  std::vector<double> values{0.0, -0.0, 0.05, 0.0005, 1e-20, 5e-324, 399.25, 123456789.125, 9007199254740993.0,
+                             1e22, 1e23, 1.7976931348623157e308, -1e300, INFINITY, -INFINITY, NAN};
+  std::mt19937_64 rng(6);
+  for (int i = 0; i < 2000; ++i) {
+    values.push_back(static_cast<double>(rng() % 100'000'000) / 1e6);  // ms from ns
+    values.push_back(static_cast<double>(rng() % 100'000'000) / 1000.0);  // µs from ns
+    values.push_back(static_cast<double>(rng() % 20'000) / static_cast<double>(rng() % 20'000 + 1));  // ratios
+    values.push_back(static_cast<double>(rng() % 100'000) / 8.0);  // exact ties
+    values.push_back(std::bit_cast<double>(rng()));  // anything, NaNs included
+  }
+  for (double v : values)
+    for (int d = 0; d <= 3; ++d) {
+      INFO(v << " with " << d << " decimals");
+      CHECK(fixed(v, d) == printf_fixed(v, d));
+    }
+}
+
+TEST_CASE("the plot's logarithm and axis without libm") {
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 20'000; ++i) {
+    const double x = std::ldexp(1.0 + static_cast<double>(rng() >> 11) * 0x1p-53, static_cast<int>(rng() % 120) - 60);
+    CHECK_THAT(approx_log10(x), WithinAbs(std::log10(x), 4e-15 * std::max(1.0, std::fabs(std::log10(x)))));
+  }
+  CHECK(approx_log10(1.0) == 0.0);
+  CHECK_THAT(approx_log10(5e-324), WithinAbs(std::log10(5e-324), 1e-12));
+
+  // Half decades of milliseconds, on and around the boundaries.
+  CHECK(half_decades_floor(1'000'000) == 0);  // 1 ms
+  CHECK(half_decades_ceil(1'000'000) == 0);
+  CHECK(half_decades_floor(1'000'001) == 0);
+  CHECK(half_decades_ceil(1'000'001) == 1);
+  CHECK(half_decades_floor(3'162'277) == 0);  // just below sqrt(10) ms
+  CHECK(half_decades_floor(3'162'278) == 1);
+  CHECK(half_decades_floor(100'000) == -2);  // 0.1 ms
+  CHECK(half_decades_floor(99'999) == -3);
+  CHECK(half_decades_floor(1) == -12);
+  CHECK(half_decades_ceil(UINT64_MAX) == 27);
+  for (int i = 0; i < 20'000; ++i) {
+    const uint64_t ns = rng() % 100'000'000'000 + 1;
+    const double l = std::log10(static_cast<double>(ns) / 1e6) * 2;
+    CHECK(half_decades_floor(ns) == static_cast<int>(std::floor(l)));
+    CHECK(half_decades_ceil(ns) == static_cast<int>(std::ceil(l)));
+  }
+
+  for (int e = -7; e <= 8; ++e)
+    for (int m : {1, 2, 5}) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%g", m * std::pow(10.0, e));
+      CHECK(tick_label(m, e) == buf);
+    }
 }
 
 TEST_CASE("paired ratios are the median of per-launch ratios, failed pairs left out") {

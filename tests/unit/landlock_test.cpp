@@ -1,5 +1,6 @@
 // The Landlock downgrade table (ABI 1..7) and what the rung refuses to
-// approximate; the ladder's reason codes from errors. Pure: no kernel.
+// approximate; the ladder's reason codes from errors; the parent pid the
+// rung reads from /proc/<pid>/stat. Pure: no kernel.
 #include <catch2/catch_test_macros.hpp>
 
 #include <sched.h>
@@ -9,6 +10,7 @@
 
 #include "landlock/abi.hpp"
 #include "landlock/ruleset.hpp"
+#include "landlock/rung.hpp"
 #include "policy/presets.hpp"
 #include "probe/ladder.hpp"
 
@@ -180,4 +182,25 @@ TEST_CASE("which namespace the host refused", "[unit][ladder]") {
   CHECK(diagnose_clone(all | CLONE_NEWNET, refusing(CLONE_NEWNET)) == reason::netns_denied);
   CHECK(diagnose_clone(all, refusing(CLONE_NEWCGROUP)) == reason::cgroupns_denied);
   CHECK(diagnose_clone(all, [](uint64_t) { return 0; }) == reason::ns_denied);
+}
+
+TEST_CASE("the parent pid of a /proc/<pid>/stat line", "[unit][landlock]") {
+  CHECK(parent_in_stat("4242 (sleep) S 17 4242 17 0 -1 4194560 95 0 0 0\n") == 17);
+  CHECK(parent_in_stat("1 (init) S 0 1 1 0 -1") == 0);
+  // A command name may hold spaces and parentheses: "a) R 99 (b" must not
+  // be taken for the fields.
+  CHECK(parent_in_stat("77 (a) R 99 (b) Z 1234 77 77 0\n") == 1234);
+  CHECK(parent_in_stat("78 ( x ) ) S 5") == 5);
+  CHECK(parent_in_stat("79 ()) S 6 79") == 6);
+
+  CHECK(parent_in_stat("") == -1);
+  CHECK(parent_in_stat("garbage") == -1);
+  CHECK(parent_in_stat("80 (cut") == -1);
+  CHECK(parent_in_stat("81 (x)") == -1);
+  CHECK(parent_in_stat("82 (x) S") == -1);
+  CHECK(parent_in_stat("83 (x) S ") == -1);
+  CHECK(parent_in_stat("84 (x) S abc 1") == -1);
+  CHECK(parent_in_stat("85 (x) S 12abc 1") == -1);
+  CHECK(parent_in_stat("86 (x) S -3 1") == -1);
+  CHECK(parent_in_stat("87 (x)  S 1 1") == -1);
 }
