@@ -309,7 +309,7 @@ class Parser {
       if (!a) return fail(a.error());
       auto v = fd((*a)[0]);
       if (!v) return fail(v.error());
-      Result<std::string> data = ctx_.read_fd ? ctx_.read_fd(*v) : fail(Error{"", EBADF});
+      Result<std::string> data = ctx_.read_fd ? ctx_.read_fd(*v) : fail(Error{"", EBADF, {}, {}});
       if (!data) return fail(said("Can't read --args data", data.error().err));
       std::vector<std::string> more;
       std::string_view rest = *data;
