@@ -358,17 +358,31 @@ class RootBuilder {
       if (s.optional && errno == ENOENT) return {};
       return fail(sys_error("bind", s.source));
     }
-    struct stat st{};
-    if (::fstat(src.get(), &st) != 0) return fail(sys_error("stat", s.source));
-    const bool file = !S_ISDIR(st.st_mode);
+    // Whether the source is a file matters only for making a destination
+    // (or for the root): an existing one is bound as it is, and the kernel
+    // refuses a directory on a file and the reverse.
+    auto is_file = [&]() -> Result<bool> {
+      struct stat st{};
+      if (::fstat(src.get(), &st) != 0) return fail(sys_error("stat", s.source));
+      return !S_ISDIR(st.st_mode);
+    };
     Fd tree(::open_tree(src.get(), "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE));
     if (!tree) return fail(sys_error("bind", s.source));
     if (auto r = set_attrs(tree.get(), s.attrs, s.dest); !r) return r;
     if (relative(s.dest) == ".") {
-      if (file) return fail(Error{"bind", ENOTDIR, s.source, "the new root must be a directory"});
+      auto file = is_file();
+      if (!file) return fail(file.error());
+      if (*file) return fail(Error{"bind", ENOTDIR, s.source, "the new root must be a directory"});
       return attach_root(std::move(tree), s.source, s.dest);
     }
-    auto dest = destination(s.dest, file || s.dest_is_file, s.parent_mode);
+    Result<Fd> dest = fail(Error{"open", ENOENT, s.dest, {}});
+    if (!in_fresh_dir(s.dest)) dest = open_in_root(root_.get(), s.dest);
+    if (!dest && dest.error().err == ENOENT) {
+      auto file = is_file();
+      if (!file) return fail(file.error());
+      dest = in_fresh_dir(s.dest) ? destination(s.dest, *file || s.dest_is_file, s.parent_mode)
+                                  : create_in_root(root_.get(), s.dest, *file || s.dest_is_file, 0755, s.parent_mode);
+    }
     if (!dest) return fail(dest.error());
     covered(s.dest);
     return attach(tree.get(), dest->get(), s.source, s.dest);
