@@ -303,7 +303,10 @@ int sandbox_main(void* arg) {
 //   only (wait_forwarding()).
 // Not for bwrap's --userns2, where PID 1 joins a user namespace (setns
 // refuses a process whose memory is shared) and not for the nested PID
-// namespace relay: both fork as before.
+// namespace relay: both fork as before. What sharing costs: a PID 1 killed
+// from outside (SIGKILL) in the middle of an allocation leaves the heap
+// half-updated, and nsrun may then crash instead of reporting the failure;
+// the command has not run at that point, and nothing of the sandbox stays.
 pid_t clone_sandbox(int channel, int parent_end, Prepared& p, const sigset_t& original_mask) {
   constexpr std::size_t stack_size = 1024 * 1024;
   // Never unmapped: PID 1 runs on it until it exits, which nsrun does not

@@ -15,7 +15,11 @@ TEST_CASE("nsrun bench measures its rows and writes the table, the JSON and the 
   const std::string svg = out / "bench.svg";
   RunResult r = nsrun({"bench", "-n", "3", "--warmup", "1", "--rows", "bare,read-only,workspace-write",
                        "--vs", "/bin/true", "--vs", "/nonexistent/peer", "--json", json, "--plot", svg},
-                      RunOptions{.timeout = 60s});
+                      [] {
+                        RunOptions o;
+                        o.timeout = 60s;
+                        return o;
+                      }());
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(r.out.find("nsrun read-only") != std::string::npos);

@@ -40,6 +40,8 @@ RunResult run_bwrap(const std::string& bwrap, const std::string& args, const Run
 }
 
 struct Case {
+  Case(std::string n, std::string a, bool root = false, std::string file = {})
+      : name(std::move(n)), args(std::move(a)), root_only(root), host_file(std::move(file)) {}
   std::string name;
   std::string args;       // after the program name; {ws} is the workspace
   bool root_only = false;

@@ -40,8 +40,6 @@ namespace {
 
 enum class Rung { namespaces, landlock };
 
-const char* rung_name(Rung r) { return r == Rung::namespaces ? "namespace" : "landlock"; }
-
 // The kernel's Landlock ABI (0: none), asked directly, not through nsrun.
 int landlock_abi() {
   long abi = syscall(SYS_landlock_create_ruleset, nullptr, 0, LANDLOCK_CREATE_RULESET_VERSION);
@@ -399,7 +397,10 @@ void inherited_fd(Rung rung) {
   // the sandbox must not inherit it (nor let /proc/self/fd/7 reach it).
   auto via_shell = [&](const std::vector<std::string>& extra, const std::string& name) {
     std::string cmd = fmt::format("exec 7<{}; exec {}", shell_quote(host.path()), shell_quote(nsrun_path()));
-    for (const auto& o : concat(options, extra)) cmd += " " + shell_quote(o);
+    for (const auto& o : concat(options, extra)) {
+      cmd += ' ';
+      cmd += shell_quote(o);
+    }
     cmd += fmt::format(" -- {} fd-escape 7 {}", shell_quote(probe_path()), name);
     return run({"sh", "-c", cmd}, at(ws));
   };
