@@ -263,9 +263,16 @@ class RootBuilder {
     return std::nullopt;
   }
 
+  // Where a mount goes. `made` when it was just made in a fresh directory:
+  // a new, empty entry, so the mount covers nothing nsrun keeps an fd of.
+  struct Destination {
+    Fd fd;
+    bool made = false;
+  };
+
   // mount_point(), quicker in a fresh directory. An existing name there
   // (EEXIST: something made it before) takes the ordinary way.
-  Result<Fd> destination(std::string_view path, bool file, uint32_t parent_mode) {
+  Result<Destination> destination(std::string_view path, bool file, uint32_t parent_mode) {
     if (auto at = in_fresh_dir(path)) {
       const auto& [dir, name] = *at;
       int fd = -1;
@@ -274,20 +281,19 @@ class RootBuilder {
       } else if (::mkdirat(dir, name.c_str(), 0755) == 0) {
         fd = sys::openat2(dir, name.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC, 0, RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH);
       }
-      if (fd >= 0) return Fd(fd);
+      if (fd >= 0) return Destination{Fd(fd), true};
       if (errno != EEXIST) return fail(sys_error(file ? "create" : "mkdir", path));
     }
-    return mount_point(root_.get(), path, file, parent_mode);
+    auto fd = mount_point(root_.get(), path, file, parent_mode);
+    if (!fd) return fail(fd.error());
+    return Destination{std::move(*fd), false};
   }
 
-  // Something is mounted on `path`: fresh directories at or below it are
-  // covered now.
-  void covered(std::string_view path) {
-    const std::string rel = relative(path);
-    std::erase_if(fresh_dirs_, [&](const auto& entry) {
-      const std::string& dir = entry.first;
-      return rel == "." || dir == rel || (dir.size() > rel.size() && dir.starts_with(rel) && dir[rel.size()] == '/');
-    });
+  // Called before a mount is attached on `dest`. A destination found by a
+  // lookup may have been reached through a symlink, so it may cover any
+  // fresh directory: none is trusted any more.
+  void attaching(const Destination& dest) {
+    if (!dest.made) fresh_dirs_.clear();
   }
 
   // A tmpfs for the new root, for steps that need one before (or without)
@@ -375,17 +381,24 @@ class RootBuilder {
       if (*file) return fail(Error{"bind", ENOTDIR, s.source, "the new root must be a directory"});
       return attach_root(std::move(tree), s.source, s.dest);
     }
-    Result<Fd> dest = fail(Error{"open", ENOENT, s.dest, {}});
-    if (!in_fresh_dir(s.dest)) dest = open_in_root(root_.get(), s.dest);
+    Result<Destination> dest = fail(Error{"open", ENOENT, s.dest, {}});
+    if (!in_fresh_dir(s.dest)) {
+      auto found = open_in_root(root_.get(), s.dest);
+      dest = found ? Result<Destination>(Destination{std::move(*found), false}) : fail(found.error());
+    }
     if (!dest && dest.error().err == ENOENT) {
       auto file = is_file();
       if (!file) return fail(file.error());
-      dest = in_fresh_dir(s.dest) ? destination(s.dest, *file || s.dest_is_file, s.parent_mode)
-                                  : create_in_root(root_.get(), s.dest, *file || s.dest_is_file, 0755, s.parent_mode);
+      if (in_fresh_dir(s.dest)) {
+        dest = destination(s.dest, *file || s.dest_is_file, s.parent_mode);
+      } else {
+        auto made = create_in_root(root_.get(), s.dest, *file || s.dest_is_file, 0755, s.parent_mode);
+        dest = made ? Result<Destination>(Destination{std::move(*made), false}) : fail(made.error());
+      }
     }
     if (!dest) return fail(dest.error());
-    covered(s.dest);
-    return attach(tree.get(), dest->get(), s.source, s.dest);
+    attaching(*dest);
+    return attach(tree.get(), dest->fd.get(), s.source, s.dest);
   }
 
   Result<void> fresh(const MountStep& s, const char* type, const std::string& options) {
@@ -394,8 +407,8 @@ class RootBuilder {
     if (relative(s.dest) == ".") return attach_root(std::move(*mnt), type, s.dest);
     auto dest = destination(s.dest, false, s.parent_mode);
     if (!dest) return fail(dest.error());
-    covered(s.dest);
-    if (auto r = attach(mnt->get(), dest->get(), type, s.dest); !r) return r;
+    attaching(*dest);
+    if (auto r = attach(mnt->get(), dest->fd.get(), type, s.dest); !r) return r;
     // An empty tmpfs, and its fd names its root.
     if (std::string_view(type) == "tmpfs") fresh_dirs_.emplace_back(relative(s.dest), std::move(*mnt));
     return {};
@@ -457,8 +470,8 @@ class RootBuilder {
     if (auto r = set_attrs(tree.get(), b.attrs, b.dest); !r) return r;
     auto dest = destination(s.dest, true, s.parent_mode);
     if (!dest) return fail(dest.error());
-    covered(s.dest);
-    return attach(tree.get(), dest->get(), "data", s.dest);
+    attaching(*dest);
+    return attach(tree.get(), dest->fd.get(), "data", s.dest);
   }
 
   // overlayfs takes its layers as paths. Each host directory is opened
@@ -506,9 +519,10 @@ class RootBuilder {
   }
 
   // Directories nsrun just made empty (the root of each tmpfs it mounted),
-  // until something is mounted over them, each with an fd: a destination
-  // there is created straight away, without a lookup first (four system
-  // calls fewer for each device node in /dev). Keyed like relative().
+  // each with an fd, while nothing can have covered them (attaching()): a
+  // destination there is created straight away, without a lookup first
+  // (four system calls fewer for each device node in /dev). Keyed like
+  // relative().
   std::vector<std::pair<std::string, Fd>> fresh_dirs_;
 
   Fd staging_;  // invalid when the new root is stacked on the host's "/"

@@ -332,3 +332,21 @@ TEST_CASE("inside the uid and gid are the caller's", "[namespace][ids]") {
   CHECK(r.exit_code == 0);
   CHECK(r.out == fmt::format("uid={} gid={}\n", getuid(), getgid()));
 }
+
+// nsrun creates mount points in a tmpfs it just mounted straight from that
+// tmpfs's fd. A later mount reached through a symlink can cover such a
+// tmpfs; a bind below it must then land in what covers it, where the
+// command sees it.
+TEST_CASE("a mount reached through a symlink covers a fresh tmpfs; later binds land on top", "[namespace][mount]") {
+  require_userns();
+  TempDir ws("ws");
+  write_file(ws / "data", "visible\n");
+  RunResult r = nsrun({"bwrap", "--ro-bind", "/", "/", "--tmpfs", "/mnt", "--dev", "/mnt/dev", "--symlink",
+                       "/mnt/dev", "/mnt/link", "--tmpfs", "/mnt/link", "--ro-bind", ws / "data", "/mnt/dev/data",
+                       "--", "sh", "-c", "cat /mnt/dev/data; ls /mnt/dev"},
+                      at(ws));
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  // The second tmpfs covers the first, device nodes and all.
+  CHECK(r.out == "visible\ndata\n");
+}
