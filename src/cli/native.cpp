@@ -189,7 +189,11 @@ Result<Invocation> parse_native(std::span<const std::string> args, const CallerC
   }
 
   Policy& p = inv.policy;
+  // Every other argument may be a mount (--ro DIR): room for them at once,
+  // so a long list is not copied while it grows.
+  p.mounts.reserve(args.size() / 2);
   std::optional<std::string> host_backend_option;
+  std::vector<std::string> values;
   for (; i < args.size(); ++i) {
     std::string arg = args[i];
     if (arg == "--") {
@@ -207,7 +211,7 @@ Result<Invocation> parse_native(std::span<const std::string> args, const CallerC
     if (!arg.starts_with("-")) break;
 
     // --name=value is the same as --name value for one-value options.
-    std::vector<std::string> values;
+    values.clear();
     if (auto eq = arg.find('='); eq != std::string::npos && arg.starts_with("--")) {
       values.push_back(arg.substr(eq + 1));
       arg.resize(eq);
