@@ -301,16 +301,17 @@ int sandbox_main(void* arg) {
 // - PID 1 closes its end of the channel last (the command's end closes at
 //   its exec), and from then on makes raw system calls on its own stack
 //   only (wait_forwarding()).
-// Not for bwrap's --userns2, where PID 1 joins a user namespace (setns
-// refuses a process whose memory is shared) and not for the nested PID
+// Not for bwrap's --userns2, where PID 1 joins a user namespace (kernels
+// that check mm_users there refuse a process whose memory is shared with
+// another, EINVAL) and not for the nested PID
 // namespace relay: both fork as before. What sharing costs: a PID 1 killed
 // from outside (SIGKILL) in the middle of an allocation leaves the heap
 // half-updated, and nsrun may then crash instead of reporting the failure;
 // the command has not run at that point, and nothing of the sandbox stays.
 pid_t clone_sandbox(int channel, int parent_end, Prepared& p, const sigset_t& original_mask) {
   constexpr std::size_t stack_size = 1024 * 1024;
-  // Never unmapped: PID 1 runs on it until it exits, which nsrun does not
-  // wait for before returning; it goes with the address space.
+  // Not unmapped: PID 1 runs on it until it exits; it goes with nsrun's
+  // address space.
   void* stack = ::mmap(nullptr, stack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
   if (stack == MAP_FAILED) return -1;
   // Read by PID 1 after clone returns here: static, never on this frame.
