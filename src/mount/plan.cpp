@@ -273,7 +273,8 @@ std::string describe(const LaunchPlan& plan) {
   out += fmt::format("proc: {}\n", name(plan.proc));
   out += "mounts:\n";
   out += "  make / private (recursive)\n";
-  out += "  tmpfs (new root) mode=0755, in this mount namespace only\n";
+  out += "  new root stacked on the host's /, in this mount namespace only (on a tmpfs, mode=0755, unless step 1 "
+         "mounts on /)\n";
   for (std::size_t i = 0; i < plan.mounts.size(); ++i)
     out += fmt::format("  {:>2}. {}\n", i + 1, describe(plan.mounts[i]));
   out += "  pivot_root to the new root, old root detached\n";
