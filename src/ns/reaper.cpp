@@ -18,8 +18,8 @@ void ignore_signal(int) {}
 bool sent_by_a_process(const siginfo_t& info) {
   return info.si_code == SI_USER || info.si_code == SI_QUEUE || info.si_code == SI_TKILL;
 }
-}  // namespace
 
+// What block_for_launch() blocks and the wait loop waits for.
 sigset_t blocked_for_launch() {
   sigset_t s;
   sigemptyset(&s);
@@ -27,6 +27,8 @@ sigset_t blocked_for_launch() {
   sigaddset(&s, SIGCHLD);
   return s;
 }
+
+}  // namespace
 
 sigset_t block_for_launch() {
   struct sigaction dfl{};

@@ -8,12 +8,9 @@
 
 namespace nsrun {
 
-// The signals passed down (termination requests and terminal resizes) plus
-// SIGCHLD, blocked in the caller before clone so none is lost between clone
-// and the wait loop.
-sigset_t blocked_for_launch();
-
-// Blocks blocked_for_launch() and returns the mask it replaced. Also gives
+// Blocks the signals passed down (termination requests and terminal
+// resizes) and SIGCHLD, in the caller before clone so none is lost between
+// clone and the wait loop, and returns the mask it replaced. Also gives
 // SIGCHLD its default action back: a caller that ignores it (SIG_IGN, or
 // SA_NOCLDWAIT) would have the kernel reap our children without sending
 // the signal, and the wait loops here (nsrun's, and PID 1's, which
