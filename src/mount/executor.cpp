@@ -99,14 +99,6 @@ Result<Fd> create_in_root(int root, std::string_view path, bool file, uint32_t m
   }
 }
 
-// The destination of a mount: resolved in the root when it exists, created
-// (without following symlinks) when it does not.
-Result<Fd> mount_point(int root, std::string_view path, bool file, uint32_t parent_mode = 0755) {
-  auto existing = open_in_root(root, path);
-  if (existing || existing.error().err != ENOENT) return existing;
-  return create_in_root(root, path, file, 0755, parent_mode);
-}
-
 Result<void> attach(int mnt, int dest, std::string_view what, std::string_view path) {
   if (::move_mount(mnt, "", dest, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0)
     return fail(sys_error(fmt::format("mount {} on", what), path));
@@ -270,23 +262,35 @@ class RootBuilder {
     bool made = false;
   };
 
-  // mount_point(), quicker in a fresh directory. An existing name there
+  // Where a mount on `path` goes: made straight away in a fresh directory;
+  // elsewhere resolved in the root when it exists, made (without following
+  // symlinks) when it does not. An existing name in a fresh directory
   // (EEXIST: something made it before) takes the ordinary way.
-  Result<Destination> destination(std::string_view path, bool file, uint32_t parent_mode) {
+  // `is_file()` -> Result<bool> is asked only when a mount point must be
+  // made: a file, or a directory.
+  template <typename IsFile>
+  Result<Destination> destination(std::string_view path, IsFile is_file, uint32_t parent_mode) {
     if (auto at = in_fresh_dir(path)) {
       const auto& [dir, name] = *at;
+      auto file = is_file();
+      if (!file) return fail(file.error());
       int fd = -1;
-      if (file) {
+      if (*file) {
         fd = ::openat(dir, name.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0755);
       } else if (::mkdirat(dir, name.c_str(), 0755) == 0) {
         fd = sys::openat2(dir, name.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC, 0, RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH);
       }
       if (fd >= 0) return Destination{Fd(fd), true};
-      if (errno != EEXIST) return fail(sys_error(file ? "create" : "mkdir", path));
+      if (errno != EEXIST) return fail(sys_error(*file ? "create" : "mkdir", path));
     }
-    auto fd = mount_point(root_.get(), path, file, parent_mode);
-    if (!fd) return fail(fd.error());
-    return Destination{std::move(*fd), false};
+    auto existing = open_in_root(root_.get(), path);
+    if (existing) return Destination{std::move(*existing), false};
+    if (existing.error().err != ENOENT) return fail(existing.error());
+    auto file = is_file();
+    if (!file) return fail(file.error());
+    auto made = create_in_root(root_.get(), path, *file, 0755, parent_mode);
+    if (!made) return fail(made.error());
+    return Destination{std::move(*made), false};
   }
 
   // Called before a mount is attached on `dest`. A destination found by a
@@ -381,21 +385,8 @@ class RootBuilder {
       if (*file) return fail(Error{"bind", ENOTDIR, s.source, "the new root must be a directory"});
       return attach_root(std::move(tree), s.source, s.dest);
     }
-    Result<Destination> dest = fail(Error{"open", ENOENT, s.dest, {}});
-    if (!in_fresh_dir(s.dest)) {
-      auto found = open_in_root(root_.get(), s.dest);
-      dest = found ? Result<Destination>(Destination{std::move(*found), false}) : fail(found.error());
-    }
-    if (!dest && dest.error().err == ENOENT) {
-      auto file = is_file();
-      if (!file) return fail(file.error());
-      if (in_fresh_dir(s.dest)) {
-        dest = destination(s.dest, *file || s.dest_is_file, s.parent_mode);
-      } else {
-        auto made = create_in_root(root_.get(), s.dest, *file || s.dest_is_file, 0755, s.parent_mode);
-        dest = made ? Result<Destination>(Destination{std::move(*made), false}) : fail(made.error());
-      }
-    }
+    auto dest = destination(
+        s.dest, [&]() -> Result<bool> { return s.dest_is_file ? Result<bool>(true) : is_file(); }, s.parent_mode);
     if (!dest) return fail(dest.error());
     attaching(*dest);
     return attach(tree.get(), dest->fd.get(), s.source, s.dest);
@@ -405,7 +396,7 @@ class RootBuilder {
     auto mnt = new_filesystem(type, options, s.attrs, s.dest);
     if (!mnt) return fail(mnt.error());
     if (relative(s.dest) == ".") return attach_root(std::move(*mnt), type, s.dest);
-    auto dest = destination(s.dest, false, s.parent_mode);
+    auto dest = destination(s.dest, [] { return Result<bool>(false); }, s.parent_mode);
     if (!dest) return fail(dest.error());
     attaching(*dest);
     if (auto r = attach(mnt->get(), dest->fd.get(), type, s.dest); !r) return r;
@@ -468,7 +459,7 @@ class RootBuilder {
     Fd tree(::open_tree(src.get(), "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH));
     if (!tree) return fail(sys_error("bind", s.dest));
     if (auto r = set_attrs(tree.get(), b.attrs, b.dest); !r) return r;
-    auto dest = destination(s.dest, true, s.parent_mode);
+    auto dest = destination(s.dest, [] { return Result<bool>(true); }, s.parent_mode);
     if (!dest) return fail(dest.error());
     attaching(*dest);
     return attach(tree.get(), dest->fd.get(), "data", s.dest);
