@@ -110,8 +110,9 @@ std::expected<Ruleset, CannotExpress> make_ruleset(const Policy& p, int abi, con
     if (std::find(devices.begin(), devices.end(), t) == devices.end()) devices.push_back(t);
   for (const auto& d : devices) r.rules.push_back({d, device, true, "device"});
   if (!in.tmpdir.empty()) r.rules.push_back({in.tmpdir, all, false, "private TMPDIR"});
-  for (const MountOp& m : effective_mounts(p))
+  for_each_mount(p, [&](const MountOp& m) {
     if (m.kind == MountOp::Kind::bind) r.rules.push_back({m.dest, all, m.optional, "writable root"});
+  });
 
   // What the kernel cannot enforce at this ABI, in the order of the ABIs
   // that added it.

@@ -215,12 +215,10 @@ Result<LaunchPlan> make_plan(const Policy& p, const HostFacts& host) {
   // A joined user namespace (bwrap --userns) is as much a user namespace
   // for overlayfs as one made here; no id maps are written into it, though.
   const bool user_ns = p.ns.user || p.userns_fd.has_value();
-  // effective_mounts() in order, without copying the policy's own list:
-  // with a thousand binds the copies were a third of prepare().
-  const std::vector<MountOp> presets = preset_mounts(p);
-  plan.mounts.reserve(presets.size() * 4 + p.mounts.size());
-  for (const MountOp& m : presets) expand(plan.mounts, m, plan.proc, "/tmp", user_ns);
-  for (const MountOp& m : p.mounts) expand(plan.mounts, m, plan.proc, "/tmp", user_ns);
+  // Without copying the mount list first: with a thousand binds the copies
+  // were a third of prepare(). The presets expand to a few dozen steps.
+  plan.mounts.reserve(p.mounts.size() + 32);
+  for_each_mount(p, [&](const MountOp& m) { expand(plan.mounts, m, plan.proc, "/tmp", user_ns); });
 
   plan.reaper = p.ns.pid && !p.as_pid_1;
   plan.chdir_required = !p.chdir.empty();

@@ -36,8 +36,8 @@ std::vector<MountOp> preset_mounts(const Policy& policy) {
 }
 
 std::vector<MountOp> effective_mounts(const Policy& policy) {
-  std::vector<MountOp> out = preset_mounts(policy);
-  out.insert(out.end(), policy.mounts.begin(), policy.mounts.end());
+  std::vector<MountOp> out;
+  for_each_mount(policy, [&](const MountOp& m) { out.push_back(m); });
   return out;
 }
 

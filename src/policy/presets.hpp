@@ -14,7 +14,16 @@ MountOp mount_op(MountOp::Kind kind, std::string source, std::string dest);
 // The preset's operations for `policy.mode`, without the policy's own mounts.
 std::vector<MountOp> preset_mounts(const Policy& policy);
 
-// The preset (when on) followed by the policy's own mounts: later entries win.
+// Calls `f` on each of the preset's operations (when on), then on the
+// policy's own mounts: the order in which later entries win. Nothing of the
+// policy's list is copied (a thousand --ro options make a long one).
+template <typename F>
+void for_each_mount(const Policy& policy, F&& f) {
+  for (const MountOp& m : preset_mounts(policy)) f(m);
+  for (const MountOp& m : policy.mounts) f(m);
+}
+
+// The same operations as one list.
 std::vector<MountOp> effective_mounts(const Policy& policy);
 
 }  // namespace nsrun

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "mount/plan.hpp"
+#include "policy/presets.hpp"
 #include "ns/launch.hpp"
 
 using namespace nsrun;
@@ -103,8 +104,8 @@ TEST_CASE("minimal /dev: device binds, devpts, ptmx link, shm") {
 
 TEST_CASE("later entries win: user mounts come after the preset") {
   Policy p = workspace_policy();
-  p.mounts.push_back(MountOp{MountOp::Kind::ro_bind, "/home/u/ws/.git", "/home/u/ws/.git"});
-  p.mounts.push_back(MountOp{MountOp::Kind::hide, "", "/home/u/.ssh"});
+  p.mounts.push_back(mount_op(MountOp::Kind::ro_bind, "/home/u/ws/.git", "/home/u/ws/.git"));
+  p.mounts.push_back(mount_op(MountOp::Kind::hide, "", "/home/u/.ssh"));
   auto plan = make_plan(p, host());
   REQUIRE(plan);
   const auto ws = index_of(*plan, Op::bind, "/home/u/ws");

@@ -48,7 +48,7 @@ TEST_CASE("read-only preset binds the workspace read-only after the private tmp"
 TEST_CASE("full-access and preset-off expand to nothing; own mounts follow the preset") {
   Policy p;
   p.workspace = "/w";
-  p.mounts.push_back(MountOp{K::ro_bind, "/w/.git", "/w/.git"});
+  p.mounts.push_back(mount_op(K::ro_bind, "/w/.git", "/w/.git"));
   CHECK(effective_mounts(p).back().dest == "/w/.git");
   p.mode = Mode::full_access;
   CHECK(preset_mounts(p).empty());
@@ -142,7 +142,7 @@ TEST_CASE("validation: command, paths, conflicts") {
   p.chdir = "sub";
   CHECK_FALSE(validate(p, true));
   p.chdir = "/";
-  p.mounts.push_back(MountOp{K::ro_bind, "/no/such/source", "/x"});
+  p.mounts.push_back(mount_op(K::ro_bind, "/no/such/source", "/x"));
   CHECK_FALSE(validate(p, true));
   p.mounts.back().optional = true;
   CHECK(validate(p, true));
@@ -153,9 +153,12 @@ TEST_CASE("policy JSON round trip is exact") {
   p.mode = Mode::read_only;
   p.workspace = "/w";
   p.writable = {};
-  p.mounts = {MountOp{K::tmpfs, "", "/scratch", false, 0700, 1 << 20, ""},
-              MountOp{K::ro_bind_data, "", "/etc/motd", false, std::nullopt, std::nullopt, "hello\n"},
-              MountOp{K::bind, "/a", "/b", true}};
+  p.mounts = {mount_op(K::tmpfs, "", "/scratch"), mount_op(K::ro_bind_data, "", "/etc/motd"),
+              mount_op(K::bind, "/a", "/b")};
+  p.mounts[0].perms = 0700;
+  p.mounts[0].size = 1 << 20;
+  p.mounts[1].data = "hello\n";
+  p.mounts[2].optional = true;
   p.ns.net = true;
   p.uid = 0;
   p.proc = ProcMode::host_bind;
