@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "bench/spawn.hpp"
+#include "ns/launch.hpp"
 #include "ns/timeline.hpp"
 
 namespace nsrun {
@@ -29,25 +30,15 @@ Result<std::size_t> parse_count(std::string_view option, const std::string& text
   return n;
 }
 
-// PATH lookup done before measuring, so that no row pays for it in the timing.
+// PATH lookup done before measuring, so that no row pays for it in the
+// timing: the first of execvp's candidates that is an executable file.
 std::optional<std::string> resolve(const std::string& name) {
-  if (name.find('/') != std::string::npos) {
-    if (::access(name.c_str(), X_OK) == 0) return name;
-    return std::nullopt;
-  }
-  const char* path = std::getenv("PATH");
-  std::string_view rest = path ? path : "/usr/local/bin:/usr/bin:/bin";
-  while (true) {
-    const std::size_t colon = rest.find(':');
-    std::string dir(rest.substr(0, colon));
-    if (dir.empty()) dir = ".";
-    std::string candidate = dir + "/" + name;
+  for (const std::string& candidate : exec_candidates(name, std::getenv("PATH"))) {
     struct stat st{};
     if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(candidate.c_str(), X_OK) == 0)
       return candidate;
-    if (colon == std::string_view::npos) return std::nullopt;
-    rest.remove_prefix(colon + 1);
   }
+  return std::nullopt;
 }
 
 std::string self_path() {

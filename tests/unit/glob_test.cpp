@@ -6,6 +6,7 @@
 #include <string>
 
 #include <catch2/catch_test_macros.hpp>
+#include <fmt/format.h>
 
 #include "policy/glob.hpp"
 
@@ -25,7 +26,7 @@ class Generator {
 
   std::string pattern() {
     std::string p;
-    for (int k = pick(4) + 1; k > 0; --k) p += token();
+    for (int k = pick(4) + 1; k > 0; --k) p.append(token());
     return p;
   }
   std::string name(const std::string& pattern) {
@@ -47,9 +48,9 @@ class Generator {
                                           "print", "graph", "cntrl", "blank", "foo", "zz", "Alpha", ""};
     switch (pick(13)) {
       case 0: return one();
-      case 1: return one() + "-" + one();
-      case 2: return "\\" + one();
-      case 3: return std::string("[:") + classes[pick(16)] + (pick(5) != 0 ? ":]" : pick(2) != 0 ? ":" : "");
+      case 1: return fmt::format("{}-{}", one(), one());
+      case 2: return fmt::format("\\{}", one());
+      case 3: return fmt::format("[:{}{}", classes[pick(16)], pick(5) != 0 ? ":]" : pick(2) != 0 ? ":" : "");
       case 4: return "[=" + one() + (pick(4) != 0 ? "=]" : pick(2) != 0 ? "=" : one() + "=]");
       case 5: return "[." + one() + (pick(3) != 0 ? "" : one()) + (pick(4) != 0 ? ".]" : ".");
       case 6: return "[.a.]-" + one();
@@ -64,7 +65,7 @@ class Generator {
     switch (pick(8)) {
       case 0: return "*";
       case 1: return "?";
-      case 2: return "\\" + one();
+      case 2: return fmt::format("\\{}", one());
       case 3:
       case 4:
       case 5: {
