@@ -28,7 +28,6 @@
 #include "seccomp/user_programs.hpp"
 #include "sys/flags.hpp"
 #include "sys/argv.hpp"
-#include "sys/raw.hpp"
 #include "sys/syscalls.hpp"
 
 namespace nsrun {
@@ -264,61 +263,15 @@ namespace {
 
   close_all_but(*locks, channel);
   if (!setup.confined_by_parent) {
-    (void)set_capabilities({});
-    (void)set_no_new_privs();
-    (void)load_filter(p.seccomp);
+    // PID 1 must not go on unconfined beside the command: when its own
+    // confinement fails it reports and exits, and the kernel ends the
+    // PID namespace with it.
+    if (auto r = set_capabilities({}); !r) die(channel, r.error());
+    if (auto r = set_no_new_privs(); !r) die(channel, r.error());
+    if (auto r = load_filter(p.seccomp); !r) die(channel, r.error());
   }
-  // The last thing PID 1 does with libc: once the channel is closed, nsrun
-  // reads end-of-file and runs again in the memory we share with it.
-  sys::raw(SYS_close, channel);
-  sys::raw(SYS_exit_group, wait_forwarding(command));
-  __builtin_unreachable();
-}
-
-struct SandboxStart {
-  int channel;      // the child's end
-  int parent_end;   // nsrun's end, which PID 1 must not hold
-  Prepared* p;
-  const sigset_t* original_mask;
-};
-
-int sandbox_main(void* arg) {
-  const auto* start = static_cast<SandboxStart*>(arg);
-  // A raw close, never through nsrun's Fd object: that memory is nsrun's.
-  ::close(start->parent_end);
-  sandbox_child(start->channel, *start->p, *start->original_mask);
-}
-
-// PID 1 is started the way spawn_command() starts the command: in nsrun's
-// own memory (CLONE_VM) on a stack of its own, so no page tables are copied
-// and neither process takes copy-on-write faults afterwards, each a trap to
-// the hypervisor on a VM. Unlike the command, PID 1 never execs, so nsrun
-// is not suspended (no CLONE_VFORK) and the two must never use the shared
-// memory at once. The order that guarantees it:
-// - until end-of-file on the channel, nsrun only waits in receive_raw(),
-//   which allocates nothing and leaves errno alone, while PID 1 and the
-//   command's vfork child build the sandbox with all of libc;
-// - PID 1 closes its end of the channel last (the command's end closes at
-//   its exec), and from then on makes raw system calls on its own stack
-//   only (wait_forwarding()).
-// Not for bwrap's --userns2, where PID 1 joins a user namespace (kernels
-// that check mm_users there refuse a process whose memory is shared with
-// another, EINVAL) and not for the nested PID
-// namespace relay: both fork as before. What sharing costs: a PID 1 killed
-// from outside (SIGKILL) in the middle of an allocation leaves the heap
-// half-updated, and nsrun may then crash instead of reporting the failure;
-// the command has not run at that point, and nothing of the sandbox stays.
-pid_t clone_sandbox(int channel, int parent_end, Prepared& p, const sigset_t& original_mask) {
-  constexpr std::size_t stack_size = 1024 * 1024;
-  // Not unmapped: PID 1 runs on it until it exits; it goes with nsrun's
-  // address space.
-  void* stack = ::mmap(nullptr, stack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-  if (stack == MAP_FAILED) return -1;
-  // Read by PID 1 after clone returns here: static, never on this frame.
-  static SandboxStart start;
-  start = SandboxStart{channel, parent_end, &p, &original_mask};
-  return ::clone(sandbox_main, static_cast<char*>(stack) + stack_size,
-                 static_cast<int>(p.plan.clone_flags) | CLONE_VM | SIGCHLD, &start);
+  ::close(channel);
+  ::_exit(wait_forwarding(command));
 }
 
 // bwrap --pidns with --unshare-pid. The kernel makes a PID namespace only
@@ -387,14 +340,13 @@ LaunchOutcome run_namespaces(Prepared& p) {
   // A joined PID namespace with a new one inside: a plain fork first (see
   // relay_into_nested_pidns).
   const bool nested_pidns = p.pidns_fd >= 0 && (p.plan.clone_flags & CLONE_NEWPID) != 0;
-  const bool share_memory = !nested_pidns && p.userns2_fd < 0;
-  // What PID 1 changes in `p`, which it shares with us: put back afterwards
-  // for a rung that runs after this one.
-  const Timeline timeline_before = p.timeline;
-  const std::vector<cap_value_t> keep_caps_before = p.keep_caps;
-  const pid_t child = share_memory
-                          ? clone_sandbox(channel->child.get(), channel->parent.get(), p, original_mask)
-                          : sys::clone_fork(nested_pidns ? 0 : p.plan.clone_flags);
+  // PID 1 gets its own address space (fork semantics), as in bubblewrap,
+  // crun and nsjail: it lives inside the sandbox next to an untrusted
+  // command, while nsrun runs outside every namespace with the caller's
+  // privileges. Memory shared between the two would make any write bug in
+  // PID 1 code execution outside the sandbox. Only the command's own start
+  // shares memory (CLONE_VM|CLONE_VFORK, suspended until its exec).
+  const pid_t child = sys::clone_fork(nested_pidns ? 0 : p.plan.clone_flags);
   if (child < 0) {
     out.error = sys_error("clone", clone_flag_names(p.plan.clone_flags));
     sigprocmask(SIG_SETMASK, &original_mask, nullptr);
@@ -406,10 +358,7 @@ LaunchOutcome run_namespaces(Prepared& p) {
     sandbox_child(channel->child.get(), p, original_mask);
   }
   channel->child.reset();
-  out = supervise(child, channel->parent.get(), p, original_mask);
-  p.timeline = timeline_before;
-  p.keep_caps = keep_caps_before;
-  return out;
+  return supervise(child, channel->parent.get(), p, original_mask);
 }
 
 LaunchOutcome supervise(pid_t child, int channel, Prepared& p, const sigset_t& original_mask) {
@@ -418,7 +367,7 @@ LaunchOutcome supervise(pid_t child, int channel, Prepared& p, const sigset_t& o
   ChannelBytes bytes;
   receive_raw(channel, bytes);
   if (bytes.failed_errno != 0) {
-    // The sandbox may still be running in our memory: end it first.
+    // Nothing more can be learnt from the sandbox: end it before reporting.
     ::kill(child, SIGKILL);
     ::waitpid(child, nullptr, 0);
   }

@@ -63,8 +63,8 @@ int exit_status(int status) {
   return 125;
 }
 
-// Raw system calls only: PID 1 runs this in memory it shares with a running
-// nsrun (sys/raw.hpp), so it writes nothing but its own stack.
+// Raw system calls only: it leaves errno and libc's state alone, so it is
+// safe wherever the caller is (PID 1 after the command's vfork-style start).
 int wait_forwarding(pid_t child) {
   const sigset_t waited = blocked_for_launch();
   while (true) {

@@ -1,10 +1,8 @@
 // System calls that never touch errno or any other memory of the caller.
 //
-// PID 1 shares nsrun's address space (CLONE_VM, see launch.cpp), and with
-// it glibc's thread-local errno: once nsrun runs again, a failing libc
-// wrapper in PID 1 would overwrite the errno nsrun is about to read. The
-// code both may run at the same time uses these instead; each returns the
-// kernel's answer, -errno on failure.
+// PID 1's wait loop and nsrun's channel reader use these: each returns the
+// kernel's answer, -errno on failure, and leaves libc's state alone, so
+// they are safe in a process started with CLONE_VM|CLONE_VFORK.
 #pragma once
 
 #include <sys/syscall.h>

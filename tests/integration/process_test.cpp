@@ -5,8 +5,13 @@
 #include <catch2/catch_test_macros.hpp>
 #include <fmt/format.h>
 
+#include <linux/kcmp.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include <string>
 #include <vector>
@@ -267,5 +272,37 @@ TEST_CASE("after nsrun exits no process of the sandbox is left", "[process][clea
       INFO("left: " << leftovers());
       CHECK(none_left());
     }
+  }
+}
+
+// PID 1 lives inside the sandbox beside the untrusted command; nsrun lives
+// outside with the caller's privileges. Shared memory between the two would
+// turn any write bug in PID 1 into code execution outside the sandbox, so
+// PID 1 must have an address space of its own. kcmp(KCMP_VM) asks the
+// kernel directly; it needs ptrace access to PID 1, which is not dumpable,
+// so only root can ask.
+TEST_CASE("PID 1 does not share nsrun's address space", "[process][pid1]") {
+  require_userns();
+  if (::geteuid() != 0) SKIP("kcmp of a non-dumpable PID 1 needs CAP_SYS_PTRACE (run as root)");
+  TempDir ws;
+  std::string token = unique_token("vm");
+  std::string script = probe_sh("sleep-forever " + token);
+  for (std::string backend_args : {"", "--allow-nested-userns"}) {
+    std::vector<std::string> args{nsrun_path()};
+    if (!backend_args.empty()) args.push_back(backend_args);
+    args.insert(args.end(), {"--", "sh", "-c", script});
+    Process p(args, at(ws));
+    p.wait_for_line("sleeping");
+    // nsrun's only child is PID 1.
+    std::string children = read_file(fmt::format("/proc/{}/task/{}/children", p.pid(), p.pid()));
+    pid_t pid1 = static_cast<pid_t>(std::stol(children));
+    REQUIRE(pid1 > 0);
+    errno = 0;
+    long same = ::syscall(SYS_kcmp, p.pid(), pid1, KCMP_VM, 0, 0);
+    INFO("kcmp: " << same << " errno " << errno << " (" << strerror(errno) << ")");
+    REQUIRE(same >= 0);
+    CHECK(same != 0);  // 0 would mean one and the same address space
+    p.signal(SIGKILL);
+    p.wait();
   }
 }
