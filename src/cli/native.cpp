@@ -123,7 +123,7 @@ const std::vector<Option>& options() {
          p = std::move(*loaded);
          return {};
        }},
-      {"--report", 1, "PATH", "write a JSON launch report to PATH",
+      {"--report", 1, "PATH", "write a JSON launch report to PATH (opened before the run; no symlinks)",
        set_string(&Policy::report_path)},
       {"--report-fd", 1, "FD", "write the JSON launch report to FD",
        [](Policy& p, Args a) -> Result<void> {
