@@ -78,10 +78,13 @@ Error refuse(const std::string& path, std::string_view why) {
 
 Error refuse_errno(const std::string& path, int err) { return refuse(path, std::strerror(err)); }
 
+constexpr std::string_view symlink_refusal =
+    "is a symbolic link; give the file's own path (for a descriptor such as /dev/stdout, --report-fd N)";
+
 // What may be truncated and written: a regular file with no other name.
 Result<void> acceptable(const std::string& path, const struct stat& st) {
   if (S_ISLNK(st.st_mode))
-    return fail(refuse(path, "is a symbolic link; the report is only written to a file reached without one"));
+    return fail(refuse(path, symlink_refusal));
   if (!S_ISREG(st.st_mode)) return fail(refuse(path, "exists and is not a regular file"));
   if (st.st_nlink > 1)
     return fail(refuse(path, fmt::format("has {} hard links; writing it would change the other names too",
@@ -122,7 +125,7 @@ Result<ReportSink> ReportSink::open(const Policy& policy) {
   sink.file_ = Fd(::openat(sink.dir_.get(), sink.name_.c_str(),
                            O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0644));
   if (!sink.file_) {
-    if (errno == ELOOP) return fail(refuse(sink.path_, "is a symbolic link; the report is only written to a file reached without one"));
+    if (errno == ELOOP) return fail(refuse(sink.path_, symlink_refusal));
     return fail(refuse_errno(sink.path_, errno));
   }
   if (::fstat(sink.file_.get(), &st) != 0) return fail(refuse_errno(sink.path_, errno));
