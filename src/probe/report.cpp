@@ -153,11 +153,16 @@ Result<void> ReportSink::replace_entry(std::string_view text) {
   Fd tmp;
   std::string tmp_name;
   for (int attempt = 0; attempt < 100 && !tmp; ++attempt) {
-    tmp_name = fmt::format(".{}.nsrun-{}-{}", name_, ::getpid(), attempt);
+    // Short whatever the report's name, so NAME_MAX is never in the way.
+    tmp_name = fmt::format(".nsrun-report-{}-{}", ::getpid(), attempt);
     tmp = Fd(::openat(dir_.get(), tmp_name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
     if (!tmp && errno != EEXIST) return fail(sys_error("write report", path_));
   }
   if (!tmp) return fail(sys_error("write report", path_, EEXIST));
+  // The permissions the file had before the run (the user may have narrowed
+  // them), not the command's choice.
+  struct stat held{};
+  if (::fstat(file_.get(), &held) == 0) (void)::fchmod(tmp.get(), held.st_mode & 0777);
   auto written = write_all(tmp.get(), text, "write report", path_);
   if (written && ::renameat(dir_.get(), tmp_name.c_str(), dir_.get(), name_.c_str()) != 0) {
     Error e = sys_error("write report", path_);

@@ -377,8 +377,37 @@ TEST_CASE("a name replaced during the run gets the report by rename, never throu
     REQUIRE(::mkfifo(p.report_path.c_str(), 0644) == 0);
   });
   replaced_by([&] { REQUIRE(::unlink(p.report_path.c_str()) == 0); });
+  // The permissions the file had before the run survive the replacement.
+  put(target, "precious\n");
+  {
+    auto sink = ReportSink::open(p);
+    REQUIRE(sink);
+    REQUIRE(::chmod(p.report_path.c_str(), 0600) == 0);
+    REQUIRE(::unlink(p.report_path.c_str()) == 0);
+    REQUIRE(::symlink(target.c_str(), p.report_path.c_str()) == 0);
+    REQUIRE(sink->write(sample_report()));
+    struct stat st{};
+    REQUIRE(::lstat(p.report_path.c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) == 0600);
+    CHECK(contents(target) == "precious\n");
+    (void)::unlink(p.report_path.c_str());
+  }
   // No temporary file is left behind.
   CHECK(std::system(("test -z \"$(ls -A '" + dir.path + "' | grep -v '^target$')\"").c_str()) == 0);
+
+  // A name near NAME_MAX: the temporary name stays short.
+  {
+    Policy longer = p;
+    longer.report_path = dir / std::string(250, 'r');
+    auto sink = ReportSink::open(longer);
+    REQUIRE(sink);
+    REQUIRE(::unlink(longer.report_path.c_str()) == 0);
+    REQUIRE(::symlink(target.c_str(), longer.report_path.c_str()) == 0);
+    REQUIRE(sink->write(sample_report()));
+    CHECK(is_regular_file(longer.report_path));
+    CHECK(contents(target) == "precious\n");
+    (void)::unlink(longer.report_path.c_str());
+  }
 
   // A directory cannot be replaced by a file: an error, the directory stays.
   auto sink = ReportSink::open(p);
