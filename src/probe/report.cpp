@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -92,6 +93,81 @@ Result<void> acceptable(const std::string& path, const struct stat& st) {
   return {};
 }
 
+struct Identity {
+  dev_t dev;
+  ino_t ino;
+  bool operator==(const Identity&) const = default;
+};
+
+// The host directories a sandboxed command may write: where an earlier
+// command could have planted a symlink on the way to a later report.
+std::vector<Identity> writable_roots(const Policy& policy) {
+  std::vector<std::string> paths = policy.writable;
+  if (policy.mode == Mode::workspace_write && policy.preset) paths.push_back(policy.workspace);
+  for (const auto& m : policy.mounts) {
+    if (m.kind == MountOp::Kind::bind || m.kind == MountOp::Kind::dev_bind) paths.push_back(m.source);
+    if (m.kind == MountOp::Kind::overlay) paths.push_back(m.source);
+  }
+  std::vector<Identity> out;
+  struct stat st{};
+  for (const auto& path : paths)
+    if (!path.empty() && ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) out.push_back({st.st_dev, st.st_ino});
+  return out;
+}
+
+// Whether the directory `fd` is one of `roots` or below one, walking ".."
+// up to the root of the file system.
+bool inside(int fd, const std::vector<Identity>& roots) {
+  Fd up;
+  int at = fd;
+  struct stat st{};
+  if (::fstat(at, &st) != 0) return true;  // unknown: assume the worst
+  for (int depth = 0; depth < 4096; ++depth) {
+    if (std::find(roots.begin(), roots.end(), Identity{st.st_dev, st.st_ino}) != roots.end()) return true;
+    Fd parent(::openat(at, "..", O_PATH | O_DIRECTORY | O_CLOEXEC));
+    struct stat pst{};
+    if (!parent || ::fstat(parent.get(), &pst) != 0) return true;
+    if (pst.st_dev == st.st_dev && pst.st_ino == st.st_ino) return false;  // reached "/"
+    up = std::move(parent);
+    at = up.get();
+    st = pst;
+  }
+  return true;
+}
+
+// Opens the report's parent directory one component at a time. A symlink
+// on the way is followed (`/var/run` -> `/run` is ordinary) unless it sits
+// inside a directory the command may write: a symlink an earlier sandboxed
+// command planted there (`ws/out` -> `/home/u/.ssh`) must not steer where
+// the caller's report goes.
+Result<Fd> open_parent(const std::string& report, const std::string& dir, const std::vector<Identity>& roots) {
+  Fd cur(::open(dir.starts_with('/') ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!cur) return fail(refuse_errno(report, errno));
+  std::string_view rest = dir;
+  while (!rest.empty()) {
+    const std::size_t slash = rest.find('/');
+    const std::string part(rest.substr(0, slash));
+    rest = slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
+    if (part.empty() || part == ".") continue;
+    Fd next(::openat(cur.get(), part.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+    if (!next) return fail(refuse_errno(report, errno));
+    struct stat st{};
+    if (::fstat(next.get(), &st) != 0) return fail(refuse_errno(report, errno));
+    if (S_ISLNK(st.st_mode)) {
+      if (inside(cur.get(), roots))
+        return fail(refuse(report, fmt::format("{} on the way is a symbolic link inside a directory the command "
+                                               "may write; give the path without it",
+                                               part)));
+      next = Fd(::openat(cur.get(), part.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+      if (!next) return fail(refuse_errno(report, errno));
+    } else if (!S_ISDIR(st.st_mode)) {
+      return fail(refuse_errno(report, ENOTDIR));
+    }
+    cur = std::move(next);
+  }
+  return cur;
+}
+
 }  // namespace
 
 Result<ReportSink> ReportSink::open(const Policy& policy) {
@@ -108,8 +184,9 @@ Result<ReportSink> ReportSink::open(const Policy& policy) {
   if (!parts) return fail(parts.error());
   // The parent is resolved once, here, before the command exists; a later
   // rename of a directory on the way changes nothing for this fd.
-  sink.dir_ = Fd(::open(parts->first.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (!sink.dir_) return fail(refuse_errno(sink.path_, errno));
+  auto dir = open_parent(sink.path_, parts->first, writable_roots(policy));
+  if (!dir) return fail(dir.error());
+  sink.dir_ = std::move(*dir);
   sink.name_ = std::move(parts->second);
   struct stat st{};
   if (::fstatat(sink.dir_.get(), sink.name_.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {

@@ -154,6 +154,28 @@ void planted_before(Rung rung) {
 RUNG_CASE(planted_before, "a symlink, hard link, FIFO or directory at --report before the run is refused",
           "[report]")
 
+// An earlier command plants a directory symlink in its workspace; a later
+// launch names a report below it. The report must not land outside.
+void planted_directory_symlink(Rung rung) {
+  TempDir ws("ws");
+  TempDir victim("victim");
+  const std::string target = victim / "important";
+  write_file(target, "precious\n");
+  RunResult first = run_with_report(rung, ws, ws / "r1.json",
+                                    fmt::format("ln -s {} {}", shell_quote(victim.path()), shell_quote(ws / "out")));
+  REQUIRE(first.exit_code == 0);
+  RunResult second = nsrun(concat(rung_options(rung), {"--report", ws / "out/important", "--", "touch", ws / "ran"}),
+                           at(ws));
+  INFO(second.err);
+  CHECK(second.exit_code == 125);
+  CHECK(count_lines(second.err) == 1);
+  CHECK(second.err.find("symbolic link") != std::string::npos);
+  CHECK_FALSE(file_exists(ws / "ran"));
+  CHECK(read_file(target) == "precious\n");
+}
+RUNG_CASE(planted_directory_symlink, "a directory symlink an earlier command planted does not steer --report",
+          "[report]")
+
 TEST_CASE("--report into a missing directory is refused before anything runs", "[input][report]") {
   TempDir ws("ws");
   RunResult r = nsrun({"--report", ws / "no/such/r.json", "--", "touch", ws / "ran"}, at(ws));

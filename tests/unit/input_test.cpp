@@ -419,6 +419,40 @@ TEST_CASE("a name replaced during the run gets the report by rename, never throu
   CHECK(r.error().message().find("replaced") != std::string::npos);
 }
 
+TEST_CASE("a symlink on the way to the report is followed only outside the writable roots", "[input][report]") {
+  Scratch dir;
+  const std::string ws = dir / "ws";
+  const std::string elsewhere = dir / "elsewhere";
+  REQUIRE(::mkdir(ws.c_str(), 0755) == 0);
+  REQUIRE(::mkdir(elsewhere.c_str(), 0755) == 0);
+  put(elsewhere + "/important", "precious\n");
+  // Planted by an earlier command in its workspace.
+  REQUIRE(::symlink(elsewhere.c_str(), (ws + "/out").c_str()) == 0);
+  Policy p = runnable();
+  p.workspace = ws;
+  p.report_path = ws + "/out/important";
+  auto planted = ReportSink::open(p);
+  REQUIRE_FALSE(planted);
+  CHECK(planted.error().message().find("out on the way is a symbolic link") != std::string::npos);
+  p.report_path = ws + "/out/new.json";
+  CHECK_FALSE(ReportSink::open(p));
+  CHECK_FALSE(is_regular_file(elsewhere + "/new.json"));
+  // The same through a --writable root, and below it.
+  p.workspace = "/tmp";
+  p.writable = {dir.path};
+  p.report_path = ws + "/out/new.json";
+  CHECK_FALSE(ReportSink::open(p));
+  // Outside every writable root a symlink on the way is ordinary.
+  p.writable = {};
+  p.mode = Mode::read_only;
+  p.workspace = ws;
+  p.report_path = ws + "/out/new.json";
+  auto ordinary = ReportSink::open(p);
+  REQUIRE(ordinary);
+  CHECK(is_regular_file(elsewhere + "/new.json"));
+  CHECK(contents(elsewhere + "/important") == "precious\n");
+}
+
 TEST_CASE("--report-fd must be open for writing", "[input][report]") {
   Policy p = runnable();
   Fd ro(::open("/dev/null", O_RDONLY | O_CLOEXEC));
