@@ -295,7 +295,7 @@ int bench_main(std::span<const std::string> args) {
   } else if (auto p = resolve(a.payload.front())) {
     a.payload.front() = *p;
   } else {
-    fmt::print(stderr, "nsrun: bench: --payload: {} not found\n", a.payload.front());
+    fmt::print(stderr, "nsrun: bench: --payload: {} not found\n", printable(a.payload.front()));
     return 125;
   }
 
@@ -333,7 +333,7 @@ int bench_main(std::span<const std::string> args) {
   }
   if (!a.baseline_given) a.options.baseline = first_peer.value_or("bare");
   if (std::none_of(rows.begin(), rows.end(), [&](const bench::Row& r) { return r.name == a.options.baseline; })) {
-    fmt::print(stderr, "nsrun: bench: --baseline: no row named '{}'\n", a.options.baseline);
+    fmt::print(stderr, "nsrun: bench: --baseline: no row named '{}'\n", printable(a.options.baseline));
     return 125;
   }
 

@@ -604,7 +604,7 @@ bool leveled(std::span<const std::string> args) {
 }
 
 void say(bool level_prefix, std::string_view text) {
-  fmt::print(stderr, "{}bwrap: {}\n", level_prefix ? "<3>" : "", text);
+  fmt::print(stderr, "{}bwrap: {}\n", level_prefix ? "<3>" : "", printable(text));
 }
 
 // bwrap --die-with-parent also ties bwrap itself to its caller.
@@ -623,7 +623,7 @@ BwrapContext read_bwrap_context() {
   ctx.uid = ::getuid();
   ctx.cgroup_ns = ::access("/proc/self/ns/cgroup", F_OK) == 0;
   ctx.selinux = ::access("/sys/fs/selinux/enforce", F_OK) == 0;
-  ctx.read_fd = [](int fd) { return read_all(fd, "read", std::to_string(fd)); };
+  ctx.read_fd = [](int fd) { return read_all(fd, "read", std::to_string(fd), max_input_bytes); };
   ctx.fd_open = [](int fd) { return ::fcntl(fd, F_GETFD) >= 0; };
   return ctx;
 }
@@ -753,12 +753,12 @@ int bwrap_explain_main(std::span<const std::string> args) {
     return 125;
   }
   if (auto r = validate(inv->policy, false); !r) {
-    fmt::print(stderr, "nsrun: explain --bwrap: {}\n", bwrap_message(r.error()));
+    fmt::print(stderr, "nsrun: explain --bwrap: {}\n", printable(bwrap_message(r.error())));
     return 125;
   }
   auto text = explain(inv->policy);
   if (!text) {
-    fmt::print(stderr, "nsrun: explain --bwrap: {}\n", bwrap_message(text.error()));
+    fmt::print(stderr, "nsrun: explain --bwrap: {}\n", printable(bwrap_message(text.error())));
     return 125;
   }
   fmt::print("dialect: bwrap {}\n{}", bwrap_compat_version, *text);

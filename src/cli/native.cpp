@@ -3,9 +3,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <climits>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 
 #include <fmt/format.h>
@@ -121,7 +123,7 @@ const std::vector<Option>& options() {
          p = std::move(*loaded);
          return {};
        }},
-      {"--report", 1, "PATH", "write a JSON launch report to PATH",
+      {"--report", 1, "PATH", "write a JSON launch report to PATH (opened before the run; no symlinks)",
        set_string(&Policy::report_path)},
       {"--report-fd", 1, "FD", "write the JSON launch report to FD",
        [](Policy& p, Args a) -> Result<void> {
@@ -174,6 +176,7 @@ CallerContext read_caller_context() {
   CallerContext ctx;
   char buf[PATH_MAX];
   if (::getcwd(buf, sizeof buf) != nullptr) ctx.cwd = buf;
+  else ctx.cwd_errno = errno;
   if (const char* b = std::getenv("NSRUN_HOST_BACKEND")) ctx.host_backend_env = b;
   ctx.lakebox_marker = ::access(lakebox_marker, F_OK) == 0;
   return ctx;
@@ -238,7 +241,20 @@ Result<Invocation> parse_native(std::span<const std::string> args, const CallerC
 
   // The front end resolves what depends on where nsrun was started, so the
   // Policy below it is complete: the workspace, the host backend.
-  if (p.workspace.empty()) p.workspace = ctx.cwd;
+  if (p.workspace.empty()) {
+    // The default workspace is the current directory; when it is gone (or
+    // unreachable), say that, not "--workspace: empty path" for an option
+    // the user never gave.
+    if (ctx.cwd.empty() && p.mode != Mode::full_access && p.preset) {
+      Error e = usage_error("current directory",
+                            fmt::format("{} (it is the default workspace); cd to an existing directory or give "
+                                        "--workspace DIR",
+                                        ctx.cwd_errno == ENOENT ? "no longer exists"
+                                                                : std::strerror(ctx.cwd_errno != 0 ? ctx.cwd_errno : ENOENT)));
+      return fail(std::move(e));
+    }
+    p.workspace = ctx.cwd;
+  }
   if (host_backend_option || ctx.host_backend_env || p.host_backend.empty())
     p.host_backend = detect_backend(host_backend_option ? host_backend_option : ctx.host_backend_env,
                                     ctx.lakebox_marker);

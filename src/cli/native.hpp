@@ -19,7 +19,8 @@ struct Invocation {
 // What the front end reads from the caller's world, passed in so parsing
 // stays testable: the current directory and NSRUN_HOST_BACKEND.
 struct CallerContext {
-  std::string cwd;
+  std::string cwd;      // empty when getcwd failed
+  int cwd_errno = 0;    // why it failed (ENOENT: the directory was removed)
   std::optional<std::string> host_backend_env;
   bool lakebox_marker = false;
 };

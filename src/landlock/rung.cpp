@@ -51,7 +51,7 @@ void remove_tree(const std::string& dir) {
   const int rc = ::nftw(dir.c_str(), [](const char* p, const struct stat*, int, FTW*) {
     return ::remove(p) == 0 || errno == ENOENT ? 0 : 1;
   }, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
-  if (rc != 0) fmt::print(stderr, "nsrun: warning: could not remove the private TMPDIR {}\n", dir);
+  if (rc != 0) fmt::print(stderr, "nsrun: warning: could not remove the private TMPDIR {}\n", printable(dir));
 }
 
 // Without a PID namespace nothing ends the command's background processes

@@ -29,7 +29,14 @@ Result<ChannelPair> make_channel() {
   return ChannelPair{Fd(fds[0]), Fd(fds[1])};
 }
 
-void send_error(int fd, const Error& error) { send_tagged(fd, error_tag, encode(error)); }
+// A message longer than the parent's buffer would arrive cut (and one
+// longer than the socket's send buffer not at all: a 1 MiB command name
+// once left the parent with an exit status and no message). Each field is
+// cut to a third of the buffer instead, visibly, so the error arrives whole.
+void send_error(int fd, const Error& error) {
+  constexpr std::size_t field_max = (sizeof(ChannelBytes::error) - 64) / 3;
+  send_tagged(fd, error_tag, encode(bounded(error, field_max)));
+}
 
 void send_timeline(int fd, std::string_view encoded) { send_tagged(fd, timeline_tag, encoded); }
 

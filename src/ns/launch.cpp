@@ -467,6 +467,10 @@ int run(const Policy& policy) {
 }
 
 int run(const Policy& policy, const ErrorReporter& report_error) {
+  // Before anything runs: the command must not be able to choose what the
+  // report overwrites (see ReportSink).
+  auto sink = ReportSink::open(policy);
+  if (!sink) return report_error(sink.error());
   LaunchReport report;
   report.mode = policy.mode;
   report.host_backend = policy.host_backend;
@@ -475,7 +479,7 @@ int run(const Policy& policy, const ErrorReporter& report_error) {
     report.exit_code = code;
     report.error = error;
     if (error) code = report_error(*error);
-    if (auto r = write_report(policy, report); !r) {
+    if (auto r = sink->write(report); !r) {
       print_error(r.error());
       if (code == 0) code = 125;
     }
@@ -487,7 +491,7 @@ int run(const Policy& policy, const ErrorReporter& report_error) {
   report.proc = prepared->plan.proc;
   if (policy.mode == Mode::full_access) {
     report.rung = "unconfined";
-    if (policy.report_path.empty() && !policy.report_fd) return run_unconfined(*prepared);
+    if (sink->empty()) return run_unconfined(*prepared);
     (void)finish(0, std::nullopt);  // written before exec: nothing runs after it
     return run_unconfined(*prepared);
   }

@@ -63,8 +63,14 @@ Error type_error(std::string_view field, std::string_view want, const Value& got
   return field_error(field, fmt::format("expected {}, got {}", want, got.type_name()));
 }
 
-Result<std::string> get_string(std::string_view field, const Value& v) {
+// Strings become paths, names, arguments and environment entries, where a
+// NUL (\u0000) would cut them at the system call: refused here already, and
+// again by validate() for every front end. File contents (`data`) are the
+// one exception: any byte may be in a file.
+Result<std::string> get_string(std::string_view field, const Value& v, bool any_byte = false) {
   if (!v.is_string()) return fail(type_error(field, "string", v));
+  if (!any_byte && v.as_string().find('\0') != std::string::npos)
+    return fail(field_error(field, "contains a NUL byte (\\u0000)"));
   return v.as_string();
 }
 
@@ -211,7 +217,13 @@ Result<MountOp> mount_from_json(const Value& v, const std::string& where) {
          m.size = static_cast<uint64_t>(*s);
          return {};
        }},
-      {"data", string_into(&MountOp::data)},
+      {"data",
+       [](const Value& v, MountOp& m, const std::string& f) -> Result<void> {
+         auto s = get_string(f, v, true);
+         if (!s) return fail(s.error());
+         m.data = std::move(*s);
+         return {};
+       }},
   };
   MountOp m;
   if (v.is_object() && v.find("kind") == nullptr) return fail(field_error(where, "missing field 'kind'"));
@@ -357,7 +369,9 @@ Result<Policy> from_json(const json::Value& doc, Policy base) {
 Result<Policy> load_policy_file(const std::string& path, Policy base) {
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd) return fail(usage_error("--policy", fmt::format("{}: {}", path, std::strerror(errno))));
-  auto text = read_all(fd.get(), "--policy", path);
+  auto text = read_all(fd.get(), "--policy", path, max_input_bytes);
+  if (!text && text.error().err == EFBIG)
+    return fail(usage_error("--policy", fmt::format("{}: larger than {} bytes", path, max_input_bytes)));
   if (!text) return fail(usage_error("--policy", fmt::format("{}: {}", path, std::strerror(text.error().err))));
   auto doc = json::parse(*text);
   if (!doc) {

@@ -44,9 +44,52 @@ bool binds(MountOp::Kind k) {
 
 std::string option_of(MountOp::Kind k) { return fmt::format("--{}", name(k)); }
 
+// A NUL ends a string at the system call: "/\0/var/tmp/x" reaches the
+// kernel as "/", so a writable root that looked narrow would be the whole
+// file system. Every string of the Policy that becomes a path, a name, an
+// argument or an environment entry is checked here, once, whichever front
+// end filled it. (File contents, MountOp::data, may hold any byte.)
+Result<void> no_nul(std::string_view field, const std::string& value) {
+  if (value.find('\0') == std::string::npos) return {};
+  return fail(bad(field, value, "contains a NUL byte"));
+}
+
+Result<void> no_nul_anywhere(const Policy& p) {
+  auto each = [](std::string_view field, const std::vector<std::string>& values) -> Result<void> {
+    for (const auto& v : values)
+      if (auto r = no_nul(field, v); !r) return r;
+    return {};
+  };
+  for (const auto& [field, value] :
+       {std::pair<std::string_view, const std::string*>{"--workspace", &p.workspace},
+        {"--hostname", &p.hostname},
+        {"--host-backend", &p.host_backend},
+        {"--chdir", &p.chdir},
+        {"--report", &p.report_path},
+        {"--argv0", &p.argv0}})
+    if (auto r = no_nul(field, *value); !r) return r;
+  if (auto r = each("--writable", p.writable); !r) return r;
+  if (auto r = each("--cap-add", p.cap_add); !r) return r;
+  if (auto r = each("--lock-file", p.lock_files); !r) return r;
+  if (auto r = each("command", p.argv); !r) return r;
+  for (const auto& m : p.mounts) {
+    const std::string option = option_of(m.kind);
+    for (const std::string* s : {&m.source, &m.dest, &m.workdir})
+      if (auto r = no_nul(option, *s); !r) return r;
+    if (auto r = each(option, m.layers); !r) return r;
+  }
+  for (const auto& e : p.env) {
+    const std::string option = fmt::format("--{}env", name(e.kind));
+    if (auto r = no_nul(option, e.name); !r) return r;
+    if (auto r = no_nul(option, e.value); !r) return r;
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<void> validate(const Policy& p, bool need_command) {
+  if (auto r = no_nul_anywhere(p); !r) return r;
   if (need_command && p.argv.empty()) return fail(usage_error("command", "no command given"));
   if (!p.argv.empty() && p.argv.front().empty()) return fail(usage_error("command", "empty command name"));
 

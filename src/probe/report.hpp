@@ -3,14 +3,19 @@
 // launch phase took. Reason codes are stable; docs/report.md lists them.
 #pragma once
 
+#include <sys/types.h>
+
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "ns/timeline.hpp"
 #include "policy/json.hpp"
 #include "policy/policy.hpp"
 #include "sys/error.hpp"
+#include "sys/fd.hpp"
 
 namespace nsrun {
 
@@ -38,8 +43,48 @@ struct LaunchReport {
 
 json::Value to_json(const LaunchReport& report);
 
-// Writes the report where the Policy asks (path and/or fd); does nothing
-// when it asks for none.
-Result<void> write_report(const Policy& policy, const LaunchReport& report);
+// Where the report goes, opened before the command starts and held until it
+// is written. A path is opened with the caller's privileges, so it must not
+// become a way for the command to write elsewhere: the command could plant a
+// symlink, a hard link or a FIFO at the name while it runs
+// (`ln -sf /etc/important r.json`). The file is therefore opened before
+// clone, without following a symlink in its last component, and the report
+// is written through that descriptor; the parent directory is resolved once
+// and everything after goes through its fd.
+class ReportSink {
+ public:
+  // Nothing to write to: write() does nothing.
+  ReportSink() = default;
+
+  // Opens (creating it, mode 0644 less the umask, when missing) the file
+  // `--report` names and checks `--report-fd`. Refused, as a usage error:
+  // a symlink, anything not a regular file, a file with other hard links
+  // (truncating it would change them too), a descriptor not open for writing.
+  static Result<ReportSink> open(const Policy& policy);
+
+  // Writes the report. When the name no longer refers to the file opened
+  // before the run (the command removed or replaced it), the report is put
+  // in place with a rename of a fresh file, which replaces the entry without
+  // writing through it; the file held from before is left as it is.
+  Result<void> write(const LaunchReport& report);
+
+  bool empty() const { return !file_ && fd_ < 0; }
+
+ private:
+  Result<void> write_file(std::string_view text);
+  Result<void> replace_entry(std::string_view text);
+
+  std::string path_;  // as given, for messages
+  Fd dir_;            // the parent directory, O_PATH
+  std::string name_;  // the last component
+  Fd file_;           // the report file, opened before the run
+  dev_t dev_ = 0;
+  ino_t ino_ = 0;
+  int fd_ = -1;       // --report-fd, not owned
+};
+
+// Splits a report path into its parent directory and its last component;
+// fails for a path that names no file ("", "dir/", ".", "..").
+Result<std::pair<std::string, std::string>> split_report_path(std::string_view path);
 
 }  // namespace nsrun

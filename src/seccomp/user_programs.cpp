@@ -1,5 +1,6 @@
 #include "seccomp/user_programs.hpp"
 
+#include <linux/filter.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -15,7 +16,9 @@ namespace nsrun {
 Result<std::vector<BpfProgram>> read_user_programs(const std::vector<int>& fds) {
   std::vector<BpfProgram> out;
   for (int fd : fds) {
-    auto read = read_all(fd, "read seccomp data", std::to_string(fd));
+    // The kernel loads at most BPF_MAXINSNS instructions per program: more
+    // is refused before it is read into memory.
+    auto read = read_all(fd, "read seccomp data", std::to_string(fd), BPF_MAXINSNS * sizeof(sock_filter));
     if (!read) return fail(read.error());
     const std::string& data = *read;
     if (data.empty() || data.size() % sizeof(sock_filter) != 0)

@@ -7,16 +7,87 @@
 
 namespace nsrun {
 
+namespace {
+
+constexpr std::string_view ellipsis = "\u2026";
+
+bool continuation(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
+
+void escape_into(std::string& out, std::string_view text) {
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u != 0x7F) {
+      out += c;
+      continue;
+    }
+    switch (c) {
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default: out += fmt::format("\\x{:02x}", u);
+    }
+  }
+}
+
+// The first `n` bytes of `s`, not ending inside a UTF-8 sequence.
+std::string_view head_of(std::string_view s, std::size_t n) {
+  if (n >= s.size()) return s;
+  while (n > 0 && continuation(s[n])) --n;
+  return s.substr(0, n);
+}
+
+// The last `n` bytes of `s`, not starting inside a UTF-8 sequence.
+std::string_view tail_of(std::string_view s, std::size_t n) {
+  if (n >= s.size()) return s;
+  std::size_t from = s.size() - n;
+  while (from < s.size() && continuation(s[from])) ++from;
+  return s.substr(from);
+}
+
+std::string cut(std::string_view s, std::size_t max) {
+  if (s.size() <= max) return std::string(s);
+  const std::size_t keep = max > ellipsis.size() ? max - ellipsis.size() : 0;
+  std::string out(head_of(s, keep));
+  out += ellipsis;
+  return out;
+}
+
+}  // namespace
+
+std::string printable(std::string_view text, std::size_t max) {
+  std::string out;
+  if (text.size() <= max) {
+    escape_into(out, text);
+    if (out.size() <= max) return out;
+    out.clear();
+  }
+  // Escaping may grow a byte to four: cut first, on the raw text, so an
+  // escape is never split.
+  const std::size_t half = max / 8;
+  escape_into(out, head_of(text, half));
+  out += ellipsis;
+  escape_into(out, tail_of(text, half));
+  return out;
+}
+
+Error bounded(const Error& e, std::size_t max) {
+  Error out = e;
+  out.step = cut(e.step, max);
+  out.path = cut(e.path, max);
+  out.detail = cut(e.detail, max);
+  return out;
+}
+
 std::string Error::message() const {
   std::string head = step;
   if (!path.empty()) {
     head += ' ';
     head += path;
   }
-  if (!detail.empty() && err != 0) return fmt::format("{}: {}: {}", head, detail, std::strerror(err));
-  if (!detail.empty()) return fmt::format("{}: {}", head, detail);
-  if (err != 0) return fmt::format("{}: {}", head, std::strerror(err));
-  return head;
+  if (!detail.empty() && err != 0) return printable(fmt::format("{}: {}: {}", head, detail, std::strerror(err)));
+  if (!detail.empty()) return printable(fmt::format("{}: {}", head, detail));
+  if (err != 0) return printable(fmt::format("{}: {}", head, std::strerror(err)));
+  return printable(head);
 }
 
 int Error::exit_code() const {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cerrno>
+#include <cstddef>
 #include <expected>
 #include <string>
 #include <string_view>
@@ -26,7 +27,7 @@ struct Error {
   std::string detail;  // anything else worth saying, may be empty
   ErrorKind kind = ErrorKind::setup;
 
-  // "<step> <path>: <detail or strerror>"
+  // "<step> <path>: <detail or strerror>", printable() (one line).
   std::string message() const;
   int exit_code() const;
 };
@@ -41,6 +42,19 @@ Error sys_error(std::string_view step, std::string_view path = {}, int err = err
 Error usage_error(std::string_view what, std::string_view why);
 
 inline std::unexpected<Error> fail(Error e) { return std::unexpected<Error>(std::move(e)); }
+
+// Text as nsrun prints it, always one line: control bytes (a newline or an
+// escape sequence in a path) are written as \n, \t, \r or \xHH, so a
+// file name cannot forge a second message or drive the terminal; text
+// longer than `max` bytes keeps its head and tail around an ellipsis ("…"),
+// so the step and the errno at either end stay visible. Backslashes are
+// left alone: applying it twice changes nothing.
+inline constexpr std::size_t printable_max = 8192;
+std::string printable(std::string_view text, std::size_t max = printable_max);
+
+// The error with each string field cut to at most `max` bytes (an ellipsis
+// marks a cut), for a channel whose messages have a size limit.
+Error bounded(const Error& e, std::size_t max);
 
 // Serialisation for the child -> parent channel.
 std::string encode(const Error& e);
