@@ -7,6 +7,7 @@
 
 #include "landlock/abi.hpp"
 #include "policy/presets.hpp"
+#include "seccomp/rules.hpp"
 
 namespace nsrun::landlock {
 
@@ -129,6 +130,8 @@ std::expected<Ruleset, CannotExpress> make_ruleset(const Policy& p, int abi, con
     r.dropped.push_back("scope-signal");
     r.dropped.push_back("scope-abstract-unix");
   }
+  // Kept by refusing more than the promise asks: enforcement stays full.
+  for (auto what : landlock_refused_everywhere()) r.refused.emplace_back(what);
   r.enforcement = r.dropped.empty() ? Enforcement::full : Enforcement::partial;
   return r;
 }

@@ -36,6 +36,10 @@ struct Ruleset {
   // stable name: "truncate", "ioctl-dev", "network-tcp", "network-other",
   // "scope-signal", "scope-abstract-unix".
   std::vector<std::string> dropped;
+  // What the promise needs but neither Landlock nor seccomp can confine to
+  // the writable roots, so the rung's filter refuses it everywhere, the
+  // writable roots included: "file-metadata", "sysv-ipc", "posix-mqueue".
+  std::vector<std::string> refused;
 };
 
 // What the ruleset needs from the caller's world, gathered before the plan.

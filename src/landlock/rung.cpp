@@ -43,7 +43,8 @@ Result<std::string> make_tmpdir() {
 void remove_tree(const std::string& dir) {
   // The usual case, a command that left nothing behind: one rmdir instead
   // of two walks of the tree (about twenty system calls).
-  if (::rmdir(dir.c_str()) == 0) return;
+  // ENOENT: the supervisor removed it already.
+  if (::rmdir(dir.c_str()) == 0 || errno == ENOENT) return;
   ::nftw(dir.c_str(), [](const char* p, const struct stat* st, int type, FTW*) {
     if (type == FTW_D || type == FTW_DNR) ::chmod(p, (st->st_mode & 07777) | 0700);
     return 0;
@@ -84,6 +85,55 @@ void end_leftovers() {
     }
     if (::waitpid(-1, &status, 0) < 0 && errno == ECHILD) return;
   }
+}
+
+// The supervisor's parent-death signal: a real-time one, outside the set
+// forwarded to the command, so it cannot be confused with a forwarded
+// SIGHUP and is queued (blocked) until the wait loop takes it.
+int parent_death_signal() { return SIGRTMIN + 2; }
+
+// The supervisor: nsrun's own code in a forked process (its own memory;
+// no exec), between nsrun and the command. It exists so that nothing of
+// the run outlives nsrun however nsrun ends, SIGKILL included: it is the
+// subreaper of every descendant of the command (a double-forked daemon in
+// a new session too), gets a signal when nsrun dies, and then, or when the
+// command exits, kills and reaps every descendant and removes the private
+// TMPDIR. nsrun keeps the channel and the exit status: the supervisor
+// exits with the command's status (code, or 128+N), which nsrun reads as
+// its own child's. nsrun stays a subreaper as well, for a supervisor that
+// is itself killed.
+[[noreturn]] void supervisor(pid_t nsrun_pid, int channel, Prepared& p, const sigset_t& original_mask,
+                             const CommandSetup& setup, const std::string& tmpdir) {
+  // Orphans of the command come to us, so none outlives the run.
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+  const int death = parent_death_signal();
+  sigset_t block;
+  sigemptyset(&block);
+  sigaddset(&block, death);
+  sigprocmask(SIG_BLOCK, &block, nullptr);
+  if (p.die_with_parent) {
+    ::prctl(PR_SET_PDEATHSIG, death, 0, 0, 0);
+    // nsrun may have died before the prctl: then nothing will signal us.
+    if (::getppid() != nsrun_pid) {
+      remove_tree(tmpdir);
+      ::_exit(125);
+    }
+  }
+  p.timeline.mark("supervisor");
+  const pid_t command = spawn_command(channel, p, original_mask, setup);
+  if (command < 0) {
+    send_error(channel, sys_error("fork", "command"));
+    remove_tree(tmpdir);
+    ::_exit(125);
+  }
+  // Nothing of nsrun's is needed from here on: the channel, the ruleset,
+  // status fds and the caller's fds stay with nsrun and the command.
+  ::close_range(3, ~0U, 0);
+  const int code = wait_forwarding_until(command, death);
+  // The command exited (its descendants may live on) or nsrun died.
+  end_leftovers();
+  remove_tree(tmpdir);
+  ::_exit(code < 0 ? 125 : code);
 }
 
 void set_env(std::vector<std::string>& env, std::string_view name, std::string_view value) {
@@ -177,23 +227,30 @@ LaunchOutcome run(Prepared& p, const Policy& policy, Readiness ready) {
     out.timeline = p.timeline;
     return out;
   }
-  // Orphans of the command come to us, so none outlives the run.
+  // A second line behind the supervisor: if it is killed, the command's
+  // processes come to nsrun, which ends them as before.
   ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
   const sigset_t original_mask = block_for_launch();
   CommandSetup setup;
   setup.landlock_ruleset = fd->get();
-  setup.close_in_child = channel->parent.get();
-  const pid_t child = spawn_command(channel->child.get(), p, original_mask, setup);
+  const pid_t nsrun_pid = ::getpid();
+  const pid_t child = ::fork();
   if (child < 0) {
-    out.error = sys_error("fork", "command");
+    out.error = sys_error("fork", "supervisor");
     sigprocmask(SIG_SETMASK, &original_mask, nullptr);
     out.timeline = p.timeline;
     return out;
   }
+  if (child == 0) {
+    channel->parent.reset();
+    supervisor(nsrun_pid, channel->child.get(), p, original_mask, setup, *tmpdir);
+  }
   channel->child.reset();
   fd->reset();
   out = supervise(child, channel->parent.get(), p, original_mask);
-  if (out.command_started) end_leftovers();
+  // The supervisor has ended the command's processes; only if it was
+  // killed itself are there any left, now ours.
+  end_leftovers();
   sigprocmask(SIG_SETMASK, &original_mask, nullptr);
   return out;
 }
