@@ -137,6 +137,11 @@ FilterSpec filter_spec(const FilterKey& key) {
     spec.foreign_abi_always = true;
     add_landlock_metadata(r);
     add_landlock_ipc(r);
+    // io_uring sets xattrs (IORING_OP_SETXATTR) from a kernel worker this
+    // filter never sees: with --seccomp none it would walk around the rules
+    // above.
+    for (auto name : {"io_uring_setup", "io_uring_enter", "io_uring_register"})
+      add_always(r, name, "io_uring: operations that bypass seccomp (setxattr among them)");
     if (key.deny_inet) add_deny_inet(r);
   }
   if (!key.enabled) return spec;
@@ -150,8 +155,9 @@ FilterSpec filter_spec(const FilterKey& key) {
 
   // io_uring performs opens, connects and socket calls from kernel workers
   // that this filter never sees; a long list of kernel CVEs besides.
-  for (auto name : {"io_uring_setup", "io_uring_enter", "io_uring_register"})
-    add(r, name, "io_uring: operations that bypass seccomp");
+  if (!key.landlock)  // there already, as one of the rung's own rules
+    for (auto name : {"io_uring_setup", "io_uring_enter", "io_uring_register"})
+      add(r, name, "io_uring: operations that bypass seccomp");
 
   // Kernel keyrings are not namespaced by the user namespace: the session
   // and user keyrings of the caller would be reachable.

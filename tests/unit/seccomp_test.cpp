@@ -304,7 +304,7 @@ constexpr const char* landlock_refused_calls[] = {
     "fremovexattr", "removexattrat", "file_setattr", "shmget",      "shmat",        "shmctl",
     "msgget",     "msgsnd",       "msgrcv",       "msgctl",        "semget",       "semop",
     "semtimedop", "semctl",       "mq_open",      "mq_unlink",     "mq_timedsend", "mq_timedreceive",
-    "mq_notify",  "mq_getsetattr",
+    "mq_notify",  "mq_getsetattr", "io_uring_setup", "io_uring_enter", "io_uring_register",
 };
 constexpr uint64_t landlock_refused_ioctls[] = {FS_IOC_SETFLAGS,   FS_IOC32_SETFLAGS,  FS_IOC_FSSETXATTR,
                                                 FS_IOC_SETVERSION, FS_IOC32_SETVERSION, FIDEDUPERANGE};
@@ -322,7 +322,9 @@ TEST_CASE("the Landlock rung refuses metadata changes and host IPC; the namespac
       for (const char* name : landlock_refused_calls) {
         INFO(name << " seccomp " << static_cast<int>(mode));
         CHECK(decide(ll, name, {}) == EPERM);
-        CHECK(decide(ns, name, {}) == std::nullopt);
+        // io_uring is in the namespace rung's default filter already.
+        if (!std::string_view(name).starts_with("io_uring") || mode == SeccompMode::none)
+          CHECK(decide(ns, name, {}) == std::nullopt);
       }
       for (uint64_t cmd : landlock_refused_ioctls) {
         INFO("ioctl 0x" << std::hex << cmd);
