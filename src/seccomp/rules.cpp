@@ -56,8 +56,12 @@ void add_landlock_metadata(std::vector<Rule>& r) {
   // policy, fs-verity (makes the file read-only for good). The 32-bit
   // compat numbers too: the compare is on the low 32 bits, as for TIOCSTI.
   constexpr std::string_view flags = "inode flags and attributes by ioctl: Landlock's ioctl right covers devices only";
+  // ext4's own generation setter (fs/ext4/ext4.h, not in the uapi headers).
+  constexpr unsigned long ext4_setversion = _IOW('f', 4, long);
+  constexpr unsigned long ext4_setversion32 = _IOW('f', 4, int);
   for (unsigned long cmd : {FS_IOC_SETFLAGS, FS_IOC32_SETFLAGS, FS_IOC_FSSETXATTR, FS_IOC_SETVERSION,
-                            FS_IOC32_SETVERSION, FS_IOC_SET_ENCRYPTION_POLICY, FS_IOC_ENABLE_VERITY})
+                            FS_IOC32_SETVERSION, ext4_setversion, ext4_setversion32, FS_IOC_SET_ENCRYPTION_POLICY,
+                            FS_IOC_ENABLE_VERITY})
     add_always(r, "ioctl", flags, low32_equals(1, cmd));
   // Dedupe needs no writable fd from the file's owner, and btrfs makes,
   // deletes and flags subvolumes inside the ioctl, where Landlock's path

@@ -307,7 +307,8 @@ constexpr const char* landlock_refused_calls[] = {
     "mq_notify",  "mq_getsetattr", "io_uring_setup", "io_uring_enter", "io_uring_register",
 };
 constexpr uint64_t landlock_refused_ioctls[] = {FS_IOC_SETFLAGS,   FS_IOC32_SETFLAGS,  FS_IOC_FSSETXATTR,
-                                                FS_IOC_SETVERSION, FS_IOC32_SETVERSION, FIDEDUPERANGE};
+                                                FS_IOC_SETVERSION, FS_IOC32_SETVERSION, FIDEDUPERANGE,
+                                                _IOW('f', 4, long) /* EXT4_IOC_SETVERSION */};
 }  // namespace
 
 TEST_CASE("the Landlock rung refuses metadata changes and host IPC; the namespace rung allows them",
