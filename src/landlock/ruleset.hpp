@@ -60,6 +60,10 @@ struct CannotExpress {
 // abi >= 1. Fails with the item when cannot_express() names one.
 std::expected<Ruleset, CannotExpress> make_ruleset(const Policy& policy, int abi, const Inputs& inputs);
 
+// The rule for the private temporary directory `dir`: every right `r`
+// handles. make_ruleset() adds it when Inputs::tmpdir is set.
+PathRule tmpdir_rule(const Ruleset& r, const std::string& dir);
+
 // Compact rendering of a rights mask: "read_file|read_dir|execute".
 std::string fs_right_names(uint64_t access);
 
