@@ -150,6 +150,10 @@ int parent_death_signal() { return SIGRTMIN + 2; }
   sigset_t block;
   sigemptyset(&block);
   sigaddset(&block, death);
+  // A write to a dead nsrun's pipe must fail with EPIPE (and clean up), not
+  // kill us. Blocked, not ignored: an ignored SIGPIPE would be inherited
+  // across the command's exec; the command gets the original mask back.
+  sigaddset(&block, SIGPIPE);
   sigprocmask(SIG_BLOCK, &block, nullptr);
   if (p.die_with_parent) {
     ::prctl(PR_SET_PDEATHSIG, death, 0, 0, 0);

@@ -24,6 +24,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -368,6 +369,38 @@ void kill_nsrun_mid_run(const std::vector<std::string>& rung, bool host_tmpdir) 
 
 TEST_CASE("landlock rung: nothing of the command outlives nsrun killed with SIGKILL", "[landlock][process][kill]") {
   kill_nsrun_mid_run(landlock_options(), true);
+}
+
+// The second line: the supervisor itself killed. The command dies with its
+// parent (die-with-parent), the daemon falls to nsrun, which is a subreaper
+// too, and nsrun removes the TMPDIR whose name the supervisor sent it.
+TEST_CASE("landlock rung: nothing outlives a supervisor killed with SIGKILL", "[landlock][process][kill]") {
+  const auto rung = landlock_options();
+  TempDir ws("ws");
+  const std::string token = unique_token("nsrun-daemon");
+  std::vector<std::string> argv{nsrun_path()};
+  argv.insert(argv.end(), rung.begin(), rung.end());
+  argv.insert(argv.end(), {"--", probe_path(), "daemonise", token});
+  Process nsrun_process(argv, at(ws));
+  const std::string tmpdir = nsrun_process.wait_for_line("up ").substr(3);
+  REQUIRE(file_exists(tmpdir));
+  // The supervisor: nsrun's child with nsrun's command line.
+  pid_t supervisor = -1;
+  for (pid_t pid : processes_with_marker(token)) {
+    const std::string stat = read_file(fmt::format("/proc/{}/stat", pid));
+    const std::size_t paren = stat.rfind(')');
+    if (paren == std::string::npos) continue;
+    if (std::atoi(stat.c_str() + paren + 4) == nsrun_process.pid() &&
+        read_link(fmt::format("/proc/{}/exe", pid)) == read_link(fmt::format("/proc/{}/exe", nsrun_process.pid())))
+      supervisor = pid;
+  }
+  REQUIRE(supervisor > 0);
+  REQUIRE(::kill(supervisor, SIGKILL) == 0);
+  RunResult r = nsrun_process.wait();
+  CHECK(r.exit_code == 128 + SIGKILL);
+  CHECK(all_gone(token, 10s));
+  INFO("TMPDIR " << tmpdir);
+  CHECK(eventually([&] { return !file_exists(tmpdir); }, 10s));
 }
 
 TEST_CASE("namespace rung: nothing of the command outlives nsrun killed with SIGKILL", "[process][kill]") {
