@@ -29,6 +29,8 @@
 #include <netinet/in.h>
 #include <sched.h>
 #include <sys/ioctl.h>
+#include <sys/ipc.h>
+#include <sys/sem.h>
 #include <sys/mount.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
@@ -812,6 +814,142 @@ int cmd_creds(Args) {
   return kExitOk;
 }
 
+// ------------------------------------------- metadata and IPC (issue 10)
+
+// meta OP PATH: one metadata change on PATH (tests/integration/
+// landlock_escape_test.cpp). Each one is visible in the host's stat or
+// xattrs when it goes through:
+//   chmod      fchmodat(PATH, 04755)
+//   fchmod     fchmod(04755) through a read-only fd
+//   chown      fchownat to the file's own owner (clears a setuid bit)
+//   utimensat  atime = mtime = 1 s after the epoch
+//   setxattr   user.nsrun = "probe";  removexattr  user.nsrun
+//   chattr     FS_IOC_SETFLAGS adding nodump (the owner may) through a
+//              read-only fd; chattr-high the same with bit 32 of the request set
+// From <linux/fs.h>, which cannot be included beside <sys/mount.h>.
+constexpr unsigned long kGetFlags = _IOR('f', 1, long);
+constexpr unsigned long kSetFlags = _IOW('f', 2, long);
+constexpr int kNoDumpFlag = 0x00000040;
+
+int cmd_meta(Args a) {
+  const char* op = a.v[0];
+  const char* path = a.v[1];
+  long rc;
+  if (strcmp(op, "chmod") == 0) {
+    rc = syscall(SYS_fchmodat, AT_FDCWD, path, 04755);
+  } else if (strcmp(op, "chown") == 0) {
+    struct stat st;
+    if (lstat(path, &st) != 0) return refused(errno);
+    rc = syscall(SYS_fchownat, AT_FDCWD, path, st.st_uid, st.st_gid, 0);
+  } else if (strcmp(op, "utimensat") == 0) {
+    const timespec times[2] = {{1, 0}, {1, 0}};
+    rc = syscall(SYS_utimensat, AT_FDCWD, path, times, 0);
+  } else if (strcmp(op, "setxattr") == 0) {
+    rc = syscall(SYS_setxattr, path, "user.nsrun", "probe", 5, 0);
+  } else if (strcmp(op, "removexattr") == 0) {
+    rc = syscall(SYS_removexattr, path, "user.nsrun");
+  } else if (strcmp(op, "fchmod") == 0 || strcmp(op, "chattr") == 0 || strcmp(op, "chattr-high") == 0) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return refused(errno);
+    if (strcmp(op, "fchmod") == 0) {
+      rc = syscall(SYS_fchmod, fd, 04755);
+    } else {
+      int flags = 0;
+      if (ioctl(fd, kGetFlags, &flags) != 0) {
+        Line().word("getflags").word("error").word(errno_name(errno)).print();
+        return kExitRefused;
+      }
+      flags |= kNoDumpFlag;
+      unsigned long request = kSetFlags;
+      if (strcmp(op, "chattr-high") == 0) request |= 1UL << 32;
+      rc = syscall(SYS_ioctl, fd, request, &flags);
+    }
+    int err = errno;
+    close(fd);
+    errno = err;
+  } else {
+    return kExitUsage;
+  }
+  return report(static_cast<int>(rc));
+}
+
+// ipc KIND ID-OR-NAME: one attempt on a host IPC object.
+//   shm ID     shmat the segment and write "probe" at its start
+//   msg ID     msgsnd one message of type 1 ("probe")
+//   sem ID     semop +1 on semaphore 0
+//   mq NAME    mq_open(/NAME, O_CREAT|O_RDWR, 0600) (a new host queue)
+int cmd_ipc(Args a) {
+  const char* kind = a.v[0];
+  long rc;
+  if (strcmp(kind, "mq") == 0) {
+    // The raw call takes the name without its leading slash.
+    rc = syscall(SYS_mq_open, a.v[1], O_CREAT | O_RDWR | O_CLOEXEC, 0600, nullptr);
+    if (rc >= 0) close(static_cast<int>(rc));
+    return report(static_cast<int>(rc));
+  }
+  const long id = strtol(a.v[1], nullptr, 10);
+  if (strcmp(kind, "shm") == 0) {
+    rc = syscall(SYS_shmat, id, nullptr, 0);
+    if (rc == -1) return refused(errno);
+    memcpy(reinterpret_cast<char*>(rc), "probe", 5);
+    syscall(SYS_shmdt, rc);
+    rc = 0;
+  } else if (strcmp(kind, "msg") == 0) {
+    struct {
+      long type;
+      char text[8];
+    } msg = {1, "probe"};
+    rc = syscall(SYS_msgsnd, id, &msg, 5, IPC_NOWAIT);
+  } else if (strcmp(kind, "sem") == 0) {
+    sembuf op{0, 1, 0};
+    rc = syscall(SYS_semop, id, &op, 1);
+  } else {
+    return kExitUsage;
+  }
+  return report(static_cast<int>(rc));
+}
+
+// daemonise [TOKEN...]: leaves a daemon behind the way a service script
+// does: a child calls setsid() and forks again (the grandchild is orphaned
+// at once), the grandchild forks a worker of its own; both then sleep
+// forever. Prints `up TMPDIR` once the grandchild and its worker run, then
+// sleeps forever itself. TOKEN only marks the processes' command lines.
+int cmd_daemonise(Args) {
+  int ready[2];
+  if (pipe2(ready, O_CLOEXEC) != 0) return refused(errno);
+  pid_t child = fork();
+  if (child < 0) return refused(errno);
+  if (child == 0) {
+    setsid();
+    pid_t daemon = fork();
+    if (daemon != 0) _exit(daemon < 0 ? 1 : 0);
+    // The daemon: a worker, then the byte that says both are up.
+    int worker_up[2];
+    if (pipe2(worker_up, O_CLOEXEC) != 0) _exit(1);
+    pid_t worker = fork();
+    if (worker < 0) _exit(1);
+    if (worker == 0) {
+      write_all(worker_up[1], "w", 1);
+      for (;;) pause();
+    }
+    char c;
+    if (read(worker_up[0], &c, 1) != 1) _exit(1);
+    write_all(ready[1], "d", 1);
+    for (;;) pause();
+  }
+  close(ready[1]);
+  int status = 0;
+  waitpid(child, &status, 0);
+  char c;
+  if (read(ready[0], &c, 1) != 1) {
+    print_line("error daemon");
+    return kExitRefused;
+  }
+  const char* tmpdir = getenv("TMPDIR");
+  Line().word("up").word(tmpdir != nullptr ? tmpdir : "-").print();
+  for (;;) pause();
+}
+
 // ---------------------------------------------------------------- dispatch
 
 struct Subcommand {
@@ -865,6 +1003,10 @@ constexpr Subcommand kSubcommands[] = {
     {"i386-getpid", "", 0, 0, cmd_i386_getpid},
     {"x32-getpid", "", 0, 0, cmd_x32_getpid},
     {"creds", "", 0, 0, cmd_creds},
+    // Issue 10: metadata and host IPC (tests/integration/landlock_escape_test.cpp).
+    {"meta", "chmod|fchmod|chown|utimensat|setxattr|removexattr|chattr|chattr-high PATH", 2, 2, cmd_meta},
+    {"ipc", "shm|msg|sem ID | mq NAME", 2, 2, cmd_ipc},
+    {"daemonise", "[TOKEN...]", 0, -1, cmd_daemonise},
 };
 
 void print_usage() {

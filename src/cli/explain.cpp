@@ -29,6 +29,11 @@ Result<std::string> explain(const Policy& policy) {
   out += policy.cap_add.empty() ? "capabilities: all dropped; no_new_privs\n"
                                 : fmt::format("capabilities: all dropped but {}; no_new_privs\n", fmt::join(policy.cap_add, " "));
   out += fmt::format("seccomp: {}\n", describe_filter(filter_spec(policy, FilterRung::namespaces), prepared->seccomp));
+  // The Landlock rung cannot tell a writable root from the rest of the host
+  // for these: its filter refuses them everywhere.
+  out += fmt::format("landlock rung: refuses everywhere, writable roots too: {} (Landlock cannot confine them to "
+                     "the writable roots)\n",
+                     fmt::join(landlock_refused_everywhere(), ", "));
   out += fmt::format("network: {}\n", policy.network == Network::none
                                            ? "none (a new network namespace with only lo up, 127.0.0.1)"
                                            : "share (the host's network)");

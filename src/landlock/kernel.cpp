@@ -37,20 +37,24 @@ Result<Fd> build(const Ruleset& r) {
   attr.scoped = r.scoped;
   Fd ruleset(create_ruleset(&attr, sizeof attr, 0));
   if (!ruleset) return fail(sys_error("landlock_create_ruleset"));
-  for (const PathRule& rule : r.rules) {
-    Fd path(::open(rule.path.c_str(), O_PATH | O_CLOEXEC));
-    if (!path) {
-      if (rule.optional && errno == ENOENT) continue;
-      return fail(sys_error("landlock rule", rule.path));
-    }
-    struct stat st{};
-    if (::fstat(path.get(), &st) != 0) return fail(sys_error("stat", rule.path));
-    PathBeneathAttr beneath;
-    beneath.allowed_access = S_ISDIR(st.st_mode) ? rule.access : rule.access & fs::file_rights;
-    beneath.parent_fd = path.get();
-    if (add_rule(ruleset.get(), rule_path_beneath, &beneath) != 0) return fail(sys_error("landlock_add_rule", rule.path));
-  }
+  for (const PathRule& rule : r.rules)
+    if (auto added = add_path_rule(ruleset.get(), rule); !added) return fail(added.error());
   return ruleset;
+}
+
+Result<void> add_path_rule(int ruleset_fd, const PathRule& rule) {
+  Fd path(::open(rule.path.c_str(), O_PATH | O_CLOEXEC));
+  if (!path) {
+    if (rule.optional && errno == ENOENT) return {};
+    return fail(sys_error("landlock rule", rule.path));
+  }
+  struct stat st{};
+  if (::fstat(path.get(), &st) != 0) return fail(sys_error("stat", rule.path));
+  PathBeneathAttr beneath;
+  beneath.allowed_access = S_ISDIR(st.st_mode) ? rule.access : rule.access & fs::file_rights;
+  beneath.parent_fd = path.get();
+  if (add_rule(ruleset_fd, rule_path_beneath, &beneath) != 0) return fail(sys_error("landlock_add_rule", rule.path));
+  return {};
 }
 
 Result<void> restrict_self(int ruleset_fd) {

@@ -19,6 +19,11 @@ Result<int> kernel_abi();
 // keeps only the rights a file can carry.
 Result<Fd> build(const Ruleset& ruleset);
 
+// One landlock_add_rule for `rule` on an existing ruleset (build() uses it
+// for each rule; the Landlock rung's supervisor adds the private TMPDIR,
+// which it makes only after fork).
+Result<void> add_path_rule(int ruleset_fd, const PathRule& rule);
+
 // landlock_restrict_self(ruleset_fd, 0). Requires no_new_privs (or
 // CAP_SYS_ADMIN) first.
 Result<void> restrict_self(int ruleset_fd);

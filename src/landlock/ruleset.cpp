@@ -7,6 +7,7 @@
 
 #include "landlock/abi.hpp"
 #include "policy/presets.hpp"
+#include "seccomp/rules.hpp"
 
 namespace nsrun::landlock {
 
@@ -109,7 +110,7 @@ std::expected<Ruleset, CannotExpress> make_ruleset(const Policy& p, int abi, con
   for (const auto& t : in.terminals)
     if (std::find(devices.begin(), devices.end(), t) == devices.end()) devices.push_back(t);
   for (const auto& d : devices) r.rules.push_back({d, device, true, "device"});
-  if (!in.tmpdir.empty()) r.rules.push_back({in.tmpdir, all, false, "private TMPDIR"});
+  if (!in.tmpdir.empty()) r.rules.push_back(tmpdir_rule(r, in.tmpdir));
   for_each_mount(p, [&](const MountOp& m) {
     if (m.kind == MountOp::Kind::bind) r.rules.push_back({m.dest, all, m.optional, "writable root"});
   });
@@ -129,9 +130,13 @@ std::expected<Ruleset, CannotExpress> make_ruleset(const Policy& p, int abi, con
     r.dropped.push_back("scope-signal");
     r.dropped.push_back("scope-abstract-unix");
   }
+  // Kept by refusing more than the promise asks: enforcement stays full.
+  for (auto what : landlock_refused_everywhere()) r.refused.emplace_back(what);
   r.enforcement = r.dropped.empty() ? Enforcement::full : Enforcement::partial;
   return r;
 }
+
+PathRule tmpdir_rule(const Ruleset& r, const std::string& dir) { return {dir, r.handled_fs, false, "private TMPDIR"}; }
 
 std::string fs_right_names(uint64_t access) {
   static constexpr std::pair<uint64_t, const char*> names[] = {

@@ -36,6 +36,10 @@ struct Ruleset {
   // stable name: "truncate", "ioctl-dev", "network-tcp", "network-other",
   // "scope-signal", "scope-abstract-unix".
   std::vector<std::string> dropped;
+  // What the promise needs but neither Landlock nor seccomp can confine to
+  // the writable roots, so the rung's filter refuses it everywhere, the
+  // writable roots included: "file-metadata", "sysv-ipc", "posix-mqueue".
+  std::vector<std::string> refused;
 };
 
 // What the ruleset needs from the caller's world, gathered before the plan.
@@ -55,6 +59,10 @@ struct CannotExpress {
 
 // abi >= 1. Fails with the item when cannot_express() names one.
 std::expected<Ruleset, CannotExpress> make_ruleset(const Policy& policy, int abi, const Inputs& inputs);
+
+// The rule for the private temporary directory `dir`: every right `r`
+// handles. make_ruleset() adds it when Inputs::tmpdir is set.
+PathRule tmpdir_rule(const Ruleset& r, const std::string& dir);
 
 // Compact rendering of a rights mask: "read_file|read_dir|execute".
 std::string fs_right_names(uint64_t access);

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <limits.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -25,15 +26,21 @@ namespace nsrun::landlock {
 
 namespace {
 
-// The private temporary directory: mkdtemp under the caller's TMPDIR (when
-// it is an absolute directory) or /tmp, so its name is unpredictable.
-Result<std::string> make_tmpdir() {
-  std::string base = "/tmp";
+// Where the private temporary directory goes: the caller's TMPDIR (when it
+// is an absolute directory) or /tmp.
+std::string tmpdir_base() {
   if (const char* t = std::getenv("TMPDIR"); t != nullptr && t[0] == '/') {
     struct stat st{};
-    if (::stat(t, &st) == 0 && S_ISDIR(st.st_mode)) base = t;
+    if (::stat(t, &st) == 0 && S_ISDIR(st.st_mode)) return t;
   }
-  std::string templ = base + "/nsrun-XXXXXX";
+  return "/tmp";
+}
+
+constexpr std::string_view tmpdir_prefix = "/nsrun-";
+
+// The private temporary directory: mkdtemp, so its name is unpredictable.
+Result<std::string> make_tmpdir() {
+  std::string templ = tmpdir_base() + std::string(tmpdir_prefix) + "XXXXXX";
   if (::mkdtemp(templ.data()) == nullptr) return fail(sys_error("mkdtemp", templ));
   return templ;
 }
@@ -43,7 +50,8 @@ Result<std::string> make_tmpdir() {
 void remove_tree(const std::string& dir) {
   // The usual case, a command that left nothing behind: one rmdir instead
   // of two walks of the tree (about twenty system calls).
-  if (::rmdir(dir.c_str()) == 0) return;
+  // ENOENT: the supervisor removed it already.
+  if (::rmdir(dir.c_str()) == 0 || errno == ENOENT) return;
   ::nftw(dir.c_str(), [](const char* p, const struct stat* st, int type, FTW*) {
     if (type == FTW_D || type == FTW_DNR) ::chmod(p, (st->st_mode & 07777) | 0700);
     return 0;
@@ -91,6 +99,104 @@ void set_env(std::vector<std::string>& env, std::string_view name, std::string_v
   std::erase_if(env, [&](const std::string& e) { return e.starts_with(prefix); });
   env.push_back(prefix + std::string(value));
 }
+
+// Second line: the TMPDIR the supervisor said it made, if it is still
+// there. Only a whole line naming a direct child of the TMPDIR base with
+// nsrun's prefix is taken: a short or foreign name removes nothing.
+void remove_reported_tmpdir(int name_in) {
+  char buf[PIPE_BUF + 1];
+  std::size_t got = 0;
+  while (got < sizeof buf) {
+    const ssize_t n = ::read(name_in, buf + got, sizeof buf - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  std::string_view name(buf, got);
+  if (name.empty() || name.back() != '\n') return;
+  name.remove_suffix(1);
+  const std::string prefix = tmpdir_base() + std::string(tmpdir_prefix);
+  if (!name.starts_with(prefix) || name.size() != prefix.size() + 6 ||
+      name.substr(prefix.size()).find('/') != std::string_view::npos)
+    return;
+  remove_tree(std::string(name));
+}
+
+// The supervisor's parent-death signal: a real-time one, outside the set
+// forwarded to the command, so it cannot be confused with a forwarded
+// SIGHUP and is queued (blocked) until the wait loop takes it.
+int parent_death_signal() { return SIGRTMIN + 2; }
+
+// The supervisor: nsrun's own code in a forked process (its own memory;
+// no exec), between nsrun and the command. It exists so that nothing of
+// the run outlives nsrun however nsrun ends, SIGKILL included: it is the
+// subreaper of every descendant of the command (a double-forked daemon in
+// a new session too), gets a signal when nsrun dies, and then, or when the
+// command exits, kills and reaps every descendant and removes the private
+// TMPDIR. nsrun keeps the channel and the exit status: the supervisor
+// exits with the command's status (code, or 128+N), which nsrun reads as
+// its own child's. nsrun stays a subreaper as well, for a supervisor that
+// is itself killed.
+//
+// The supervisor makes the private TMPDIR itself, once it is armed, so a
+// nsrun killed at any instant leaves none behind; it tells nsrun the name
+// first (one write on `tmpdir_out`), so that nsrun can still remove it if
+// the supervisor is killed.
+[[noreturn]] void supervisor(pid_t nsrun_pid, int channel, int tmpdir_out, Prepared& p,
+                             const sigset_t& original_mask, const CommandSetup& setup, const Ruleset& ruleset) {
+  // Orphans of the command come to us, so none outlives the run.
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+  const int death = parent_death_signal();
+  sigset_t block;
+  sigemptyset(&block);
+  sigaddset(&block, death);
+  // A write to a dead nsrun's pipe must fail with EPIPE (and clean up), not
+  // kill us. Blocked, not ignored: an ignored SIGPIPE would be inherited
+  // across the command's exec; the command gets the original mask back.
+  sigaddset(&block, SIGPIPE);
+  sigprocmask(SIG_BLOCK, &block, nullptr);
+  if (p.die_with_parent) {
+    ::prctl(PR_SET_PDEATHSIG, death, 0, 0, 0);
+    // nsrun may have died before the prctl: then nothing will signal us.
+    if (::getppid() != nsrun_pid) ::_exit(125);
+  }
+  auto made = make_tmpdir();
+  if (!made) {
+    send_error(channel, made.error());
+    ::_exit(125);
+  }
+  const std::string& tmpdir = *made;
+  // One write below PIPE_BUF is atomic: nsrun reads the whole name or none.
+  const std::string line = tmpdir + "\n";
+  if (line.size() > PIPE_BUF || ::write(tmpdir_out, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
+    send_error(channel, sys_error("tell nsrun the TMPDIR", tmpdir, line.size() > PIPE_BUF ? ENAMETOOLONG : errno));
+    remove_tree(tmpdir);
+    ::_exit(125);
+  }
+  ::close(tmpdir_out);
+  if (auto r = add_path_rule(setup.landlock_ruleset, tmpdir_rule(ruleset, tmpdir)); !r) {
+    send_error(channel, r.error());
+    remove_tree(tmpdir);
+    ::_exit(125);
+  }
+  set_env(p.env, "TMPDIR", tmpdir);
+  p.timeline.mark("supervisor");
+  const pid_t command = spawn_command(channel, p, original_mask, setup);
+  if (command < 0) {
+    send_error(channel, sys_error("fork", "command"));
+    remove_tree(tmpdir);
+    ::_exit(125);
+  }
+  // Nothing of nsrun's is needed from here on: the channel, the ruleset,
+  // status fds and the caller's fds stay with nsrun and the command.
+  ::close_range(3, ~0U, 0);
+  const int code = wait_forwarding_until(command, death);
+  // The command exited (its descendants may live on) or nsrun died.
+  end_leftovers();
+  remove_tree(tmpdir);
+  ::_exit(code < 0 ? 125 : code);
+}
+
 
 }  // namespace
 
@@ -149,27 +255,14 @@ LaunchOutcome run(Prepared& p, const Policy& policy, Readiness ready) {
     return out;
   }
   p.seccomp = std::move(*filter);
-  auto tmpdir = make_tmpdir();
-  if (!tmpdir) {
-    out.error = tmpdir.error();
-    out.timeline = p.timeline;
-    return out;
-  }
-  // From here every way out removes the directory.
-  struct Cleanup {
-    std::string dir;
-    ~Cleanup() { remove_tree(dir); }
-  } cleanup{*tmpdir};
-
-  auto ruleset = make_ruleset(policy, ready.abi, Inputs{terminals(), *tmpdir});
-  Result<Fd> fd = ruleset ? build(*ruleset) : fail(Error{"landlock", 0, {}, "cannot express " + ruleset.error().item});
+  // Everything but the private TMPDIR, which the supervisor adds.
+  Result<Fd> fd = build(ready.ruleset);
   p.timeline.mark("landlock-plan");
   if (!fd) {
     out.error = fd.error();
     out.timeline = p.timeline;
     return out;
   }
-  set_env(p.env, "TMPDIR", *tmpdir);
 
   auto channel = make_channel();
   if (!channel) {
@@ -177,23 +270,41 @@ LaunchOutcome run(Prepared& p, const Policy& policy, Readiness ready) {
     out.timeline = p.timeline;
     return out;
   }
-  // Orphans of the command come to us, so none outlives the run.
+  int names[2];
+  if (::pipe2(names, O_CLOEXEC) != 0) {
+    out.error = sys_error("pipe", "TMPDIR name");
+    out.timeline = p.timeline;
+    return out;
+  }
+  Fd name_in(names[0]);
+  Fd name_out(names[1]);
+  // A second line behind the supervisor: if it is killed, the command's
+  // processes come to nsrun, which ends them as before.
   ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
   const sigset_t original_mask = block_for_launch();
   CommandSetup setup;
   setup.landlock_ruleset = fd->get();
-  setup.close_in_child = channel->parent.get();
-  const pid_t child = spawn_command(channel->child.get(), p, original_mask, setup);
+  const pid_t nsrun_pid = ::getpid();
+  const pid_t child = ::fork();
   if (child < 0) {
-    out.error = sys_error("fork", "command");
+    out.error = sys_error("fork", "supervisor");
     sigprocmask(SIG_SETMASK, &original_mask, nullptr);
     out.timeline = p.timeline;
     return out;
   }
+  if (child == 0) {
+    channel->parent.reset();
+    name_in.reset();
+    supervisor(nsrun_pid, channel->child.get(), name_out.get(), p, original_mask, setup, ready.ruleset);
+  }
   channel->child.reset();
+  name_out.reset();
   fd->reset();
   out = supervise(child, channel->parent.get(), p, original_mask);
-  if (out.command_started) end_leftovers();
+  // The supervisor has ended the command's processes and removed the
+  // TMPDIR; only if it was killed itself is anything left, now ours.
+  end_leftovers();
+  remove_reported_tmpdir(name_in.get());
   sigprocmask(SIG_SETMASK, &original_mask, nullptr);
   return out;
 }

@@ -65,8 +65,11 @@ int exit_status(int status) {
 
 // Raw system calls only: it leaves errno and libc's state alone, so it is
 // safe wherever the caller is (PID 1 after the command's vfork-style start).
-int wait_forwarding(pid_t child) {
-  const sigset_t waited = blocked_for_launch();
+int wait_forwarding(pid_t child) { return wait_forwarding_until(child, 0); }
+
+int wait_forwarding_until(pid_t child, int stop) {
+  sigset_t waited = blocked_for_launch();
+  if (stop > 0) sigaddset(&waited, stop);
   while (true) {
     // Reap first: SIGCHLD may have been consumed before we got here.
     int status = 0;
@@ -78,6 +81,7 @@ int wait_forwarding(pid_t child) {
     siginfo_t info{};
     const long sig = sys::raw(SYS_rt_sigtimedwait, &waited, &info, nullptr, _NSIG / 8);
     if (sig < 0 || sig == SIGCHLD) continue;
+    if (sig == stop) return -1;
     if (sent_by_a_process(info)) sys::raw(SYS_kill, child, sig);
   }
 }

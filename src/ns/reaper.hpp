@@ -31,6 +31,11 @@ void reset_signals(const sigset_t& original_mask);
 // the code, or 128+N for a death by signal N.
 int wait_forwarding(pid_t child);
 
+// The same, but also ends, returning -1, when the signal `stop` arrives
+// (blocked by the caller, not one of the forwarded ones): the Landlock
+// rung's supervisor waits so for its parent-death signal.
+int wait_forwarding_until(pid_t child, int stop);
+
 // The status convention for a waitpid() status.
 int exit_status(int wait_status);
 

@@ -102,6 +102,7 @@ void note_landlock(LaunchReport& report, const landlock::Readiness& ready) {
   if (!ready.reason.empty()) return;
   report.landlock_enforcement = landlock::name(ready.ruleset.enforcement);
   report.landlock_dropped = ready.ruleset.dropped;
+  report.landlock_refused = ready.ruleset.refused;
 }
 
 }  // namespace
@@ -247,6 +248,9 @@ int probe_rungs(const Policy& policy, bool json_out) {
     Value dropped = Value::array();
     for (const auto& d : ll.ruleset.dropped) dropped.push_back(d);
     l.set("dropped", std::move(dropped));
+    Value refused = Value::array();
+    for (const auto& d : ll.ruleset.refused) refused.push_back(d);
+    l.set("refused", std::move(refused));
     rungs.push_back(std::move(l));
     out.set("rungs", std::move(rungs));
     fmt::print("{}\n", json::dump(out));
@@ -260,8 +264,11 @@ int probe_rungs(const Policy& policy, bool json_out) {
     } else {
       std::string dropped;
       for (const auto& d : ll.ruleset.dropped) dropped += (dropped.empty() ? "" : ", ") + d;
-      fmt::print("landlock: usable (ABI {}, enforcement {}{})\n", ll.abi, landlock::name(ll.ruleset.enforcement),
-                 dropped.empty() ? "" : "; not enforced: " + dropped);
+      std::string refused;
+      for (const auto& d : ll.ruleset.refused) refused += (refused.empty() ? "" : ", ") + d;
+      fmt::print("landlock: usable (ABI {}, enforcement {}{}{})\n", ll.abi, landlock::name(ll.ruleset.enforcement),
+                 dropped.empty() ? "" : "; not enforced: " + dropped,
+                 refused.empty() ? "" : "; refused everywhere, writable roots too: " + refused);
     }
     fmt::print("selected: {} (--backend {})\n", selected, name(policy.backend));
   }

@@ -30,6 +30,9 @@ json::Value to_json(const LaunchReport& r) {
   Value dropped = Value::array();
   for (const auto& d : r.landlock_dropped) dropped.push_back(d);
   landlock.set("dropped", std::move(dropped));
+  Value refused = Value::array();
+  for (const auto& d : r.landlock_refused) refused.push_back(d);
+  landlock.set("refused", std::move(refused));
   out.set("landlock", std::move(landlock));
   Value rungs = Value::array();
   for (const auto& rung : r.rungs) {

@@ -35,6 +35,7 @@ struct LaunchReport {
   int landlock_abi = 0;                // 0: not probed or missing
   std::string landlock_enforcement;    // "full", "partial", "" when Landlock was not used
   std::vector<std::string> landlock_dropped;  // what this ABI cannot enforce ("truncate", ...)
+  std::vector<std::string> landlock_refused;  // refused everywhere, writable roots too ("file-metadata", ...)
   std::vector<RungReport> rungs;
   std::vector<PhaseTime> phases;
   int exit_code = 125;

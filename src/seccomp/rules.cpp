@@ -4,6 +4,11 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 
+#include <linux/btrfs.h>
+#include <linux/fcntl.h>
+#include <linux/fs.h>
+#include <linux/fsverity.h>
+
 #include <cerrno>
 
 namespace nsrun {
@@ -25,6 +30,65 @@ void add(std::vector<Rule>& rules, std::string_view syscall, std::string_view re
   rules.push_back(Rule{syscall, err, arg, reason});
 }
 
+// A rule the rung's promise rests on: refused in log mode too.
+void add_always(std::vector<Rule>& rules, std::string_view syscall, std::string_view reason,
+                std::optional<ArgMatch> arg = std::nullopt) {
+  rules.push_back(Rule{syscall, EPERM, arg, reason, true});
+}
+
+// The Landlock rung: Landlock has no right for changing an inode's
+// metadata (mode and setuid bits, owner, times, xattrs and ACLs, inode
+// flags), and seccomp sees a path only as a pointer and an fd only as a
+// number, so nothing tells a call on a writable root from one on /usr/bin.
+// As root with every capability dropped, the command still owns root's
+// files: `chmod 4755 /opt/x` made a setuid-root binary. Refused
+// everywhere; the price (chmod +x, touch of an existing file, cp -p in the
+// workspace fail with EPERM) is in docs/hardening.md.
+void add_landlock_metadata(std::vector<Rule>& r) {
+  constexpr std::string_view meta = "file metadata: Landlock cannot confine it to the writable roots";
+  for (auto name : {"chmod", "fchmod", "fchmodat", "fchmodat2", "chown", "fchown", "lchown", "fchownat", "utime",
+                    "utimes", "futimesat", "utimensat", "setxattr", "lsetxattr", "fsetxattr", "setxattrat",
+                    "removexattr", "lremovexattr", "fremovexattr", "removexattrat", "file_setattr"})
+    add_always(r, name, meta);
+  // ioctls that change an inode through any fd, a read-only one too (the
+  // owner may): inode flags (immutable, append-only, nodump, ...), the
+  // fsxattr (project id, extent size), the generation, an encryption
+  // policy, fs-verity (makes the file read-only for good). The 32-bit
+  // compat numbers too: the compare is on the low 32 bits, as for TIOCSTI.
+  constexpr std::string_view flags = "inode flags and attributes by ioctl: Landlock's ioctl right covers devices only";
+  // ext4's own generation setter (fs/ext4/ext4.h, not in the uapi headers).
+  constexpr unsigned long ext4_setversion = _IOW('f', 4, long);
+  constexpr unsigned long ext4_setversion32 = _IOW('f', 4, int);
+  for (unsigned long cmd : {FS_IOC_SETFLAGS, FS_IOC32_SETFLAGS, FS_IOC_FSSETXATTR, FS_IOC_SETVERSION,
+                            FS_IOC32_SETVERSION, ext4_setversion, ext4_setversion32, FS_IOC_SET_ENCRYPTION_POLICY,
+                            FS_IOC_ENABLE_VERITY})
+    add_always(r, "ioctl", flags, low32_equals(1, cmd));
+  // Dedupe needs no writable fd from the file's owner, and btrfs makes,
+  // deletes and flags subvolumes inside the ioctl, where Landlock's path
+  // hooks (mkdir, rmdir) are not called.
+  constexpr std::string_view btrfs = "dedupe and btrfs subvolume ioctls: outside Landlock's path checks";
+  for (unsigned long cmd : {FIDEDUPERANGE, BTRFS_IOC_SNAP_CREATE, BTRFS_IOC_SNAP_CREATE_V2,
+                            BTRFS_IOC_SUBVOL_CREATE, BTRFS_IOC_SUBVOL_CREATE_V2, BTRFS_IOC_SNAP_DESTROY,
+                            BTRFS_IOC_SNAP_DESTROY_V2, BTRFS_IOC_SUBVOL_SETFLAGS, BTRFS_IOC_SET_RECEIVED_SUBVOL,
+                            BTRFS_IOC_DEFAULT_SUBVOL})
+    add_always(r, "ioctl", btrfs, low32_equals(1, cmd));
+  // The write-life hint is an inode field the owner sets through a
+  // read-only fd.
+  add_always(r, "fcntl", "F_SET_RW_HINT: an inode field, set through a read-only fd", low32_equals(1, F_SET_RW_HINT));
+}
+
+// The Landlock rung has no IPC namespace: SysV segments, queues and
+// semaphore sets and POSIX message queues are the host's, found by key or
+// id (ipcs lists them) or by name. Landlock's scopes cover signals and
+// abstract unix sockets only. shmdt is left: it only unmaps.
+void add_landlock_ipc(std::vector<Rule>& r) {
+  for (auto name : {"shmget", "shmat", "shmctl", "msgget", "msgsnd", "msgrcv", "msgctl", "semget", "semop",
+                    "semtimedop", "semctl"})
+    add_always(r, name, "SysV IPC: the host's, no IPC namespace on this rung");
+  for (auto name : {"mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr"})
+    add_always(r, name, "POSIX message queues: the host's, no IPC namespace on this rung");
+}
+
 // personality(2) is allowed with PER_LINUX (0) and the query 0xffffffff
 // only: other personas turn off address-space randomisation
 // (ADDR_NO_RANDOMIZE) or make every readable mapping executable
@@ -42,6 +106,13 @@ void add_personality(std::vector<Rule>& rules) {
   }
 }
 
+// Without a network namespace, "no network" means no socket of a family
+// that reaches one; unix sockets stay (Landlock scopes abstract ones).
+void add_deny_inet(std::vector<Rule>& r) {
+  for (int family : {AF_INET, AF_INET6, AF_PACKET})
+    add_always(r, "socket", "--network none without a network namespace", low32_equals(0, family));
+}
+
 }  // namespace
 
 FilterKey filter_key(const Policy& policy, FilterRung rung) {
@@ -50,17 +121,34 @@ FilterKey filter_key(const Policy& policy, FilterRung rung) {
   key.log = policy.seccomp == SeccompMode::log;
   key.nested_userns = policy.allow_nested_userns;
   key.deny_inet = policy.network == Network::none && rung == FilterRung::landlock;
+  key.landlock = rung == FilterRung::landlock;
   return key;
 }
+
+std::vector<std::string_view> landlock_refused_everywhere() { return {"file-metadata", "sysv-ipc", "posix-mqueue"}; }
 
 FilterSpec filter_spec(const Policy& policy, FilterRung rung) { return filter_spec(filter_key(policy, rung)); }
 
 FilterSpec filter_spec(const FilterKey& key) {
   FilterSpec spec;
-  if (!key.enabled) return spec;
+  if (!key.enabled && !key.landlock) return spec;
   spec.enabled = true;
-  spec.log = key.log;
+  spec.log = key.enabled && key.log;
   auto& r = spec.rules;
+  if (key.landlock) {
+    // The rung's promise, whatever --seccomp says: without these the
+    // Landlock rung would keep file contents only.
+    spec.foreign_abi_always = true;
+    add_landlock_metadata(r);
+    add_landlock_ipc(r);
+    // io_uring sets xattrs (IORING_OP_SETXATTR) from a kernel worker this
+    // filter never sees: with --seccomp none it would walk around the rules
+    // above.
+    for (auto name : {"io_uring_setup", "io_uring_enter", "io_uring_register"})
+      add_always(r, name, "io_uring: operations that bypass seccomp (setxattr among them)");
+    if (key.deny_inet) add_deny_inet(r);
+  }
+  if (!key.enabled) return spec;
 
   // Keystroke injection into the terminal the command shares with its
   // caller: TIOCSTI pushes bytes into the input queue, TIOCLINUX (subcode
@@ -71,8 +159,9 @@ FilterSpec filter_spec(const FilterKey& key) {
 
   // io_uring performs opens, connects and socket calls from kernel workers
   // that this filter never sees; a long list of kernel CVEs besides.
-  for (auto name : {"io_uring_setup", "io_uring_enter", "io_uring_register"})
-    add(r, name, "io_uring: operations that bypass seccomp");
+  if (!key.landlock)  // there already, as one of the rung's own rules
+    for (auto name : {"io_uring_setup", "io_uring_enter", "io_uring_register"})
+      add(r, name, "io_uring: operations that bypass seccomp");
 
   // Kernel keyrings are not namespaced by the user namespace: the session
   // and user keyrings of the caller would be reachable.
@@ -113,12 +202,6 @@ FilterSpec filter_spec(const FilterKey& key) {
     add(r, "clone3", "flags in memory cannot be checked; libc falls back to clone", ENOSYS);
   }
 
-  if (key.deny_inet) {
-    // Without a network namespace, "no network" means no socket of a family
-    // that reaches one; unix sockets stay (Landlock scopes abstract ones).
-    for (int family : {AF_INET, AF_INET6, AF_PACKET})
-      add(r, "socket", "--network none without a network namespace", EPERM, low32_equals(0, family));
-  }
   return spec;
 }
 

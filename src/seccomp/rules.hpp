@@ -37,6 +37,9 @@ struct Rule {
   int err = 1;  // EPERM
   std::optional<ArgMatch> arg;
   std::string_view reason;
+  // Part of a rung's promise rather than hardening: refused even with
+  // `--seccomp log` (which only logs the others).
+  bool always = false;
 
   bool operator==(const Rule&) const = default;
 };
@@ -47,6 +50,9 @@ struct FilterSpec {
   // Calls of another ABI (i386, x32 on x86_64) get this errno: the rules
   // name native system calls only, so another ABI would walk around them.
   int foreign_abi_err = 1;
+  // Another ABI is refused even in log mode: some rule is `always`, and an
+  // i386 chmod would walk around it.
+  bool foreign_abi_always = false;
   std::vector<Rule> rules;
 };
 
@@ -56,12 +62,29 @@ struct FilterKey {
   bool log = false;            // --seccomp log
   bool nested_userns = false;  // --allow-nested-userns
   bool deny_inet = false;      // --network none on the Landlock rung
+  // The Landlock rung: the calls whose target Landlock cannot confine to
+  // the writable roots (file metadata) or that reach host IPC are refused.
+  // With deny_inet, these are the rung's promise: loaded whatever
+  // --seccomp says.
+  bool landlock = false;
 
-  // 0..7 over (log, nested_userns, deny_inet); the precompiled table's order.
-  unsigned index() const { return (log ? 1u : 0u) | (nested_userns ? 2u : 0u) | (deny_inet ? 4u : 0u); }
-  static FilterKey from_index(unsigned i) { return FilterKey{true, (i & 1) != 0, (i & 2) != 0, (i & 4) != 0}; }
-  static constexpr unsigned variants = 8;
+  // 0..31 over (log, nested_userns, deny_inet, landlock, !enabled); the
+  // precompiled table's order.
+  unsigned index() const {
+    return (log ? 1u : 0u) | (nested_userns ? 2u : 0u) | (deny_inet ? 4u : 0u) | (landlock ? 8u : 0u) |
+           (enabled ? 0u : 16u);
+  }
+  static FilterKey from_index(unsigned i) {
+    return FilterKey{(i & 16) == 0, (i & 1) != 0, (i & 2) != 0, (i & 4) != 0, (i & 8) != 0};
+  }
+  static constexpr unsigned variants = 32;
 };
+
+// What the Landlock rung's filter refuses everywhere because neither
+// Landlock nor seccomp can tell a writable root from the rest of the host
+// for it, by stable name ("file-metadata", "sysv-ipc", "posix-mqueue"), for
+// the report and `nsrun probe`.
+std::vector<std::string_view> landlock_refused_everywhere();
 
 FilterKey filter_key(const Policy& policy, FilterRung rung);
 FilterSpec filter_spec(const FilterKey& key);

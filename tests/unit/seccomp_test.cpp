@@ -13,6 +13,8 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 
+#include <linux/fs.h>
+
 #include <array>
 #include <cerrno>
 #include <cstring>
@@ -66,7 +68,7 @@ uint32_t run_bpf(const BpfProgram& prog, const seccomp_data& data) {
 }
 
 int nr_of(const char* name) {
-  int nr = seccomp_syscall_resolve_name(name);
+  int nr = syscall_number(name);
   REQUIRE(nr != __NR_SCMP_ERROR);
   return nr;
 }
@@ -284,8 +286,84 @@ TEST_CASE("the filter key captures every policy field the filter reads") {
   p.allow_nested_userns = true;
   p.network = Network::none;
   CHECK(filter_key(p, FilterRung::namespaces).index() == 3);
-  CHECK(filter_key(p, FilterRung::landlock).index() == 7);
-  CHECK(filter_spec(p, FilterRung::landlock).rules == filter_spec(FilterKey::from_index(7)).rules);
+  CHECK(filter_key(p, FilterRung::landlock).index() == 15);
+  CHECK(filter_spec(p, FilterRung::landlock).rules == filter_spec(FilterKey::from_index(15)).rules);
   p.seccomp = SeccompMode::none;
   CHECK_FALSE(filter_key(p, FilterRung::namespaces).enabled);
+  CHECK(filter_key(p, FilterRung::landlock).index() == 16 + 8 + 4 + 2);
+}
+
+// Issue 10, items 1 and 5: what Landlock cannot confine to the writable
+// roots (file metadata) or does not isolate (host IPC) is refused on the
+// Landlock rung, and only there.
+namespace {
+constexpr const char* landlock_refused_calls[] = {
+    "chmod",      "fchmod",       "fchmodat",     "fchmodat2",     "chown",        "fchown",
+    "lchown",     "fchownat",     "utime",        "utimes",        "futimesat",    "utimensat",
+    "setxattr",   "lsetxattr",    "fsetxattr",    "setxattrat",    "removexattr",  "lremovexattr",
+    "fremovexattr", "removexattrat", "file_setattr", "shmget",      "shmat",        "shmctl",
+    "msgget",     "msgsnd",       "msgrcv",       "msgctl",        "semget",       "semop",
+    "semtimedop", "semctl",       "mq_open",      "mq_unlink",     "mq_timedsend", "mq_timedreceive",
+    "mq_notify",  "mq_getsetattr", "io_uring_setup", "io_uring_enter", "io_uring_register",
+};
+constexpr uint64_t landlock_refused_ioctls[] = {FS_IOC_SETFLAGS,   FS_IOC32_SETFLAGS,  FS_IOC_FSSETXATTR,
+                                                FS_IOC_SETVERSION, FS_IOC32_SETVERSION, FIDEDUPERANGE,
+                                                _IOW('f', 4, long) /* EXT4_IOC_SETVERSION */};
+}  // namespace
+
+TEST_CASE("the Landlock rung refuses metadata changes and host IPC; the namespace rung allows them",
+          "[seccomp][unit][landlock]") {
+  for (SeccompMode mode : {SeccompMode::standard, SeccompMode::log, SeccompMode::none}) {
+    Policy p = standard();
+    p.seccomp = mode;
+    for (Mode m : {Mode::read_only, Mode::workspace_write}) {
+      p.mode = m;
+      const FilterSpec ll = filter_spec(p, FilterRung::landlock);
+      const FilterSpec ns = filter_spec(p, FilterRung::namespaces);
+      for (const char* name : landlock_refused_calls) {
+        INFO(name << " seccomp " << static_cast<int>(mode));
+        CHECK(decide(ll, name, {}) == EPERM);
+        // io_uring is in the namespace rung's default filter already.
+        if (!std::string_view(name).starts_with("io_uring") || mode == SeccompMode::none)
+          CHECK(decide(ns, name, {}) == std::nullopt);
+      }
+      for (uint64_t cmd : landlock_refused_ioctls) {
+        INFO("ioctl 0x" << std::hex << cmd);
+        CHECK(decide(ll, "ioctl", {3, cmd}) == EPERM);
+        // Bit 32 set: the kernel truncates `cmd` to 32 bits, so must the filter.
+        CHECK(decide(ll, "ioctl", {3, (1ULL << 32) | cmd}) == EPERM);
+        CHECK(decide(ns, "ioctl", {3, cmd}) == std::nullopt);
+      }
+      // shmdt only unmaps; reading metadata stays allowed.
+      for (const char* name : {"shmdt", "stat", "statx", "getxattr", "listxattr", "fstat"})
+        CHECK(decide(ll, name, {}) == std::nullopt);
+      CHECK(decide(ll, "ioctl", {3, FS_IOC_GETFLAGS}) == std::nullopt);
+      CHECK(decide(ll, "ioctl", {3, FICLONE}) == std::nullopt);
+    }
+  }
+}
+
+TEST_CASE("the Landlock rung's rules refuse in log mode and with --seccomp none, other ABIs too",
+          "[seccomp][unit][bpf][landlock]") {
+  for (SeccompMode mode : {SeccompMode::log, SeccompMode::none}) {
+    Policy p = standard();
+    p.seccomp = mode;
+    p.network = Network::none;
+    auto program = compile_filter(p, FilterRung::landlock);
+    REQUIRE(program);
+    REQUIRE_FALSE(program->empty());
+    for (const char* name : landlock_refused_calls) {
+      INFO(name);
+      CHECK(run_bpf(*program, call(name)) == errno_action(EPERM));
+    }
+    CHECK(run_bpf(*program, call("ioctl", {3, (5ULL << 32) | FS_IOC_SETFLAGS})) == errno_action(EPERM));
+    CHECK(run_bpf(*program, call("socket", {AF_INET})) == errno_action(EPERM));
+    CHECK(run_bpf(*program, call("read")) == SECCOMP_RET_ALLOW);
+    // The hardening rules follow --seccomp: logged, or not there at all.
+    CHECK(run_bpf(*program, call("bpf")) == (mode == SeccompMode::log ? SECCOMP_RET_LOG : SECCOMP_RET_ALLOW));
+    seccomp_data i386_chmod{};
+    i386_chmod.nr = 15;
+    i386_chmod.arch = AUDIT_ARCH_I386;
+    CHECK(run_bpf(*program, i386_chmod) == errno_action(EPERM));
+  }
 }
