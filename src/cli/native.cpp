@@ -270,4 +270,10 @@ std::string native_usage() {
   return out;
 }
 
+bool is_native_option(std::string_view arg) {
+  for (const auto& o : options())
+    if (o.name == arg) return true;
+  return false;
+}
+
 }  // namespace nsrun
