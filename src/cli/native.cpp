@@ -271,6 +271,7 @@ std::string native_usage() {
 }
 
 bool is_native_option(std::string_view arg) {
+  if (arg == "--help" || arg == "--version") return true;
   for (const auto& o : options())
     if (o.name == arg) return true;
   return false;
