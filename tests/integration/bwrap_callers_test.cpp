@@ -11,6 +11,7 @@
 #include <catch2/catch_test_macros.hpp>
 #include <fmt/format.h>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -81,6 +82,16 @@ std::vector<std::string> split(const std::string& args) {
   return out;
 }
 
+std::size_t entries(const std::string& dir) {
+  std::size_t n = 0;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (dirent* e = ::readdir(d))
+      if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) ++n;
+    ::closedir(d);
+  }
+  return n;
+}
+
 std::string own_ns(const char* kind) { return read_link(fmt::format("/proc/self/ns/{}", kind)); }
 
 }  // namespace
@@ -121,7 +132,12 @@ TEST_CASE("bwrap dialect: never the Landlock rung; a refused namespace is bwrap'
 
       RunResult want = outer({"--deny-userns"}, theirs, at(ws));
       CHECK_FALSE(file_exists(marker));
-      RunResult got = outer({"--deny-userns"}, ours, at(ws));
+      // Nothing is left in TMPDIR (where the Landlock rung makes its own).
+      TempDir tmp("tmp");
+      RunOptions opts = at(ws);
+      opts.env = {"TMPDIR=" + tmp.path()};
+      RunResult got = outer({"--deny-userns"}, ours, opts);
+      CHECK(entries(tmp.path()) == 0);
       INFO("bwrap: " << want.err << "nsrun: " << got.err);
       CHECK(want.exit_code == 1);
       CHECK(got.exit_code == 1);
