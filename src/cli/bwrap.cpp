@@ -534,9 +534,15 @@ class Parser {
     const bool some_userns = p.ns.user || p.userns_fd;
     if (p.uid && !some_userns) return fail(said("Specifying --uid requires --unshare-user or --userns"));
     if (p.gid && !some_userns) return fail(said("Specifying --gid requires --unshare-user or --userns"));
-    // Only the namespace rung can join namespaces: never fall back to a
-    // rung that would run the command outside them.
-    if (p.userns_fd || p.userns2_fd || p.pidns_fd) p.backend = Backend::namespaces;
+    // No ladder in this dialect: a bwrap caller gets the namespaces its
+    // command line asks for or bwrap's error, never the Landlock rung,
+    // which would run the command in the host's user, PID and network
+    // namespaces.
+    p.backend = Backend::namespaces;
+    // --proc without a PID namespace of its own binds the caller's /proc,
+    // as bwrap does ("we share the pid namespace anyway"): the kernel gives
+    // a fresh procfs only to a PID namespace's owner.
+    if (!p.ns.pid && !p.pidns_fd) p.proc = ProcMode::host_bind;
     if (hostname_set_ && !p.ns.uts) return fail(said("Specifying --hostname requires --unshare-uts"));
     if (p.as_pid_1 && !p.ns.pid) return fail(said("Specifying --as-pid-1 requires --unshare-pid"));
     if (p.disable_userns && !p.ns.user) return fail(said("--disable-userns requires --unshare-user"));
@@ -639,7 +645,7 @@ Result<BwrapInvocation> parse_bwrap(std::span<const std::string> args, const Bwr
   return inv;
 }
 
-std::string bwrap_message(const Error& e) {
+std::string bwrap_message(const Error& e, bool unshare_user) {
   const std::string_view step = e.step;
   std::string_view type;
   if (e.kind == ErrorKind::usage) {
@@ -659,11 +665,17 @@ std::string bwrap_message(const Error& e) {
     return with_errno(fmt::format("Can't mount {} on /newroot{}", type, e.path), e.err);
   }
   if (step == "clone") {
-    if (e.err == EPERM)
+    // bwrap's words, in bwrap's order: the user-namespace explanations
+    // only when one was being made.
+    if (unshare_user && e.err == EINVAL)
+      return "Creating new namespace failed, likely because the kernel does not support user namespaces.  "
+             "bwrap must be installed setuid on such systems.";
+    if (unshare_user && e.err == EPERM)
       return "No permissions to create a new namespace, likely because the kernel does not allow "
-             "non-privileged user namespaces";
-    if (e.err == EINVAL)
-      return "Creating new namespace failed, likely because the kernel does not support user namespaces";
+             "non-privileged user namespaces. On e.g. debian this can be enabled with "
+             "'sysctl kernel.unprivileged_userns_clone=1'.";
+    if (e.err == ENOSPC)
+      return "Creating new namespace failed: nesting depth or /proc/sys/user/max_*_namespaces exceeded (ENOSPC)";
     return with_errno("Creating new namespace failed", e.err);
   }
   if ((step == "open" || step == "write") && e.path == "/proc/self/uid_map") return with_errno("setting up uid map", e.err);
@@ -711,6 +723,12 @@ std::string bwrap_usage(std::string_view prog) {
   return out;
 }
 
+bool is_bwrap_option(std::string_view arg) {
+  for (const auto& row : help_rows)
+    if (row.option.substr(0, row.option.find(' ')) == arg) return true;
+  return false;
+}
+
 std::string bwrap_version_text() {
   return fmt::format("bubblewrap {} (nsrun {}, bwrap-compatible)\n", bwrap_compat_version, NSRUN_VERSION);
 }
@@ -736,8 +754,11 @@ int bwrap_main(std::string_view prog, std::span<const std::string> args) {
     return bwrap_failure_status;
   }
   if (inv->die_with_caller) die_with_caller();
-  return run(inv->policy, [level](const Error& e) {
-    say(level, bwrap_message(e));
+  // A refusal of the (pinned) namespace rung is told as bwrap tells the
+  // failure behind it.
+  const bool unshare_user = inv->policy.ns.user;
+  return run(inv->policy, [level, unshare_user](const Error& e, const std::optional<Error>& cause) {
+    say(level, bwrap_message(cause ? *cause : e, unshare_user));
     return bwrap_failure_status;
   });
 }

@@ -47,13 +47,18 @@ struct BwrapInvocation {
 Result<BwrapInvocation> parse_bwrap(std::span<const std::string> args, const BwrapContext& ctx);
 
 // bwrap's text for one of nsrun's errors (from validation or the launch).
-std::string bwrap_message(const Error& e);
+// `unshare_user`: a user namespace was being made (bwrap's explanations of
+// a refused clone apply only then).
+std::string bwrap_message(const Error& e, bool unshare_user = true);
 
 // bwrap's exit status for one of nsrun's own failures: always 1.
 inline constexpr int bwrap_failure_status = 1;
 
 // `usage: <prog> [OPTIONS...] [--] COMMAND [ARGS...]` and every option.
 std::string bwrap_usage(std::string_view prog);
+
+// Whether `arg` is one of bwrap's options (as --help lists them).
+bool is_bwrap_option(std::string_view arg);
 std::string bwrap_version_text();
 
 // The whole dialect: parse, then run, explain, or print. `prog` is how the

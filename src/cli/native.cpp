@@ -286,4 +286,11 @@ std::string native_usage() {
   return out;
 }
 
+bool is_native_option(std::string_view arg) {
+  if (arg == "--help" || arg == "--version") return true;
+  for (const auto& o : options())
+    if (o.name == arg) return true;
+  return false;
+}
+
 }  // namespace nsrun

@@ -32,4 +32,7 @@ Result<Invocation> parse_native(std::span<const std::string> args, const CallerC
 
 std::string native_usage();
 
+// Whether `arg` is one of the native command line's options.
+bool is_native_option(std::string_view arg);
+
 }  // namespace nsrun

@@ -148,12 +148,35 @@ std::string tmpfs_options(uint32_t mode, uint64_t size) {
   return opts;
 }
 
-// Whether the steps need the staging area for files of their own: data
-// written into the sandbox (bound from there) or a private overlay upper.
+// Whether `path` names "/" itself ("/", "//", "/./").
+bool names_root(std::string_view path) {
+  for (char c : path)
+    if (c != '/' && c != '.') return false;
+  return !path.empty() && path.find("..") == std::string_view::npos;
+}
+
+// Whether the steps need the staging area: for files of their own (data
+// written into the sandbox and bound from there, a private overlay upper),
+// or for a bind of the host's "/" somewhere other than "/". Stacked on the
+// host's "/", the new root would be part of that recursive clone: the
+// destination would show the sandbox's own root instead of the host's.
 bool needs_staging(const std::vector<MountStep>& steps) {
-  for (const MountStep& s : steps)
+  for (const MountStep& s : steps) {
     if ((s.op == Op::write_file && !s.source.empty()) || (s.op == Op::overlay && s.private_upper)) return true;
+    if (s.op == Op::bind && !s.source_in_root && s.source_fd < 0 && names_root(s.source) && !names_root(s.dest))
+      return true;
+  }
   return false;
+}
+
+// Whether `fd` is the root of the mount `root` is the root of: a recursive
+// clone of it takes along whatever is stacked on that directory.
+bool same_mount_root(int fd, int root) {
+  struct statx a{}, b{};
+  if (::statx(fd, "", AT_EMPTY_PATH, STATX_INO | STATX_MNT_ID, &a) != 0) return false;
+  if (::statx(root, "", AT_EMPTY_PATH, STATX_INO | STATX_MNT_ID, &b) != 0) return false;
+  return a.stx_mnt_id == b.stx_mnt_id && a.stx_ino == b.stx_ino && a.stx_dev_major == b.stx_dev_major &&
+         a.stx_dev_minor == b.stx_dev_minor;
 }
 
 // Assembles the new root. Where it sits while built:
@@ -376,10 +399,26 @@ class RootBuilder {
       if (::fstat(src.get(), &st) != 0) return fail(sys_error("stat", s.source));
       return !S_ISDIR(st.st_mode);
     };
+    // Stacked on the host's "/", the new root built so far is part of a
+    // recursive clone of the host's "/". A bind on "/" replaces it anyway:
+    // it goes first, or it would end up stacked on top of the final root,
+    // and the kernel takes a root that is not the top of its mount
+    // namespace's root for a chroot and refuses new user namespaces
+    // (current_chrooted()). Elsewhere the staging area is used
+    // (needs_staging()); a path that reaches "/" another way is refused
+    // rather than bound with the wrong contents.
+    const bool on_root = relative(s.dest) == ".";
+    if (!staging_ && root_ && same_mount_root(src.get(), host_.get())) {
+      if (!on_root)
+        return fail(Error{"bind", EINVAL, s.source, "the host's / bound elsewhere than / must be named \"/\""});
+      if (::umount2("/", MNT_DETACH) != 0) return fail(sys_error("detach", "previous new root"));
+      root_.reset();
+      fresh_dirs_.clear();
+    }
     Fd tree(::open_tree(src.get(), "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE));
     if (!tree) return fail(sys_error("bind", s.source));
     if (auto r = set_attrs(tree.get(), s.attrs, s.dest); !r) return r;
-    if (relative(s.dest) == ".") {
+    if (on_root) {
       auto file = is_file();
       if (!file) return fail(file.error());
       if (*file) return fail(Error{"bind", ENOTDIR, s.source, "the new root must be a directory"});

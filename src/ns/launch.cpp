@@ -460,7 +460,7 @@ Result<Prepared> prepare(const Policy& policy) {
 }
 
 int run(const Policy& policy) {
-  return run(policy, [](const Error& e) {
+  return run(policy, [](const Error& e, const std::optional<Error>&) {
     print_error(e);
     return e.exit_code();
   });
@@ -475,10 +475,10 @@ int run(const Policy& policy, const ErrorReporter& report_error) {
   report.mode = policy.mode;
   report.host_backend = policy.host_backend;
   report.seccomp = policy.seccomp;
-  auto finish = [&](int code, const std::optional<Error>& error) {
+  auto finish = [&](int code, const std::optional<Error>& error, const std::optional<Error>& cause = std::nullopt) {
     report.exit_code = code;
     report.error = error;
-    if (error) code = report_error(*error);
+    if (error) code = report_error(*error, cause);
     if (auto r = sink->write(report); !r) {
       print_error(r.error());
       if (code == 0) code = 125;
@@ -497,7 +497,7 @@ int run(const Policy& policy, const ErrorReporter& report_error) {
   }
   // The ladder (src/probe/ladder.cpp) picks the rung and fills the report.
   LadderOutcome outcome = run_ladder(policy, *prepared, report);
-  return finish(outcome.exit_code, outcome.error);
+  return finish(outcome.exit_code, outcome.error, outcome.cause);
 }
 
 }  // namespace nsrun

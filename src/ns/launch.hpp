@@ -87,8 +87,9 @@ int run(const Policy& policy);
 
 // Shows one of nsrun's own failures and returns the exit status it gives.
 // A front end with other conventions (bwrap's messages, exit 1) passes its
-// own; the launch does not know which front end it serves.
-using ErrorReporter = std::function<int(const Error&)>;
+// own; the launch does not know which front end it serves. `cause`, when
+// set, is the namespace rung's own failure behind a refusal of the ladder.
+using ErrorReporter = std::function<int(const Error& error, const std::optional<Error>& cause)>;
 int run(const Policy& policy, const ErrorReporter& report_error);
 
 // The candidate paths execvp would try for `name` under `path_var`.

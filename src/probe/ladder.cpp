@@ -166,7 +166,7 @@ LadderOutcome run_ladder(const Policy& policy, Prepared& p, LaunchReport& report
       ns.used = o.command_started;
       ll.reason = reason::not_tried;
       report.rung = "namespaces";
-      return done({o.exit_code, o.error}, o.timeline);
+      return done({o.exit_code, o.error, {}}, o.timeline);
     }
     NamespaceVerdict v = verdict_for(*o.error, p.plan.proc, p.plan.clone_flags);
     ns.detail = v.detail;
@@ -176,7 +176,7 @@ LadderOutcome run_ladder(const Policy& policy, Prepared& p, LaunchReport& report
       ns.reason = reason::failed;
       ll.reason = reason::not_tried;
       report.rung = "none";
-      return done({o.exit_code, o.error}, o.timeline);
+      return done({o.exit_code, o.error, {}}, o.timeline);
     }
     ns.reason = v.reason;
     p.timeline.mark("namespaces");
@@ -184,7 +184,7 @@ LadderOutcome run_ladder(const Policy& policy, Prepared& p, LaunchReport& report
       ll.reason = reason::not_tried;
       ll.detail = "--backend namespaces";
       report.rung = "none";
-      return done({125, no_sandbox(ns, ll)}, p.timeline);
+      return done({125, no_sandbox(ns, ll), o.error}, p.timeline);
     }
   }
 
@@ -194,7 +194,7 @@ LadderOutcome run_ladder(const Policy& policy, Prepared& p, LaunchReport& report
     ll.reason = ready.reason;
     ll.detail = ready.detail;
     report.rung = "none";
-    return done({125, no_sandbox(ns, ll)}, p.timeline);
+    return done({125, no_sandbox(ns, ll), {}}, p.timeline);
   }
   LaunchOutcome o = landlock::run(p, policy, std::move(ready));
   if (o.command_started) {
@@ -203,12 +203,12 @@ LadderOutcome run_ladder(const Policy& policy, Prepared& p, LaunchReport& report
     // No PID namespace here: the command sees the host's /proc, read-only
     // by the ruleset.
     report.proc = ProcMode::host_bind;
-    return done({o.exit_code, o.error}, o.timeline);
+    return done({o.exit_code, o.error, {}}, o.timeline);
   }
   ll.reason = reason::failed;
   ll.detail = o.error ? o.error->message() : "";
   report.rung = "none";
-  return done({o.error ? o.error->exit_code() : 125, o.error}, o.timeline);
+  return done({o.error ? o.error->exit_code() : 125, o.error, {}}, o.timeline);
 }
 
 int probe_rungs(const Policy& policy, bool json_out) {

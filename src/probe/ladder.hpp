@@ -57,6 +57,10 @@ std::string_view proc_masked_hint();
 struct LadderOutcome {
   int exit_code = 125;
   std::optional<Error> error;
+  // When `error` is the refusal ("no sandbox available"): the namespace
+  // rung's own failure behind it, for a front end that speaks of it in
+  // its own words (bwrap's "Can't mount proc on /newroot/proc: ...").
+  std::optional<Error> cause;
 };
 
 // Runs the command on the first usable rung allowed by policy.backend and

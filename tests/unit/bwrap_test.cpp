@@ -57,7 +57,8 @@ TEST_CASE("bwrap: defaults are bwrap's, not nsrun's", "[bwrap]") {
   CHECK(p.seccomp == SeccompMode::none);
   CHECK(p.allow_nested_userns);
   CHECK(p.new_session == false);
-  CHECK(p.proc == ProcMode::fresh);
+  // No PID namespace: --proc binds the caller's /proc, as in bwrap.
+  CHECK(p.proc == ProcMode::host_bind);
   CHECK(p.cap_add.empty());
   REQUIRE(p.mounts.size() == 1);
   CHECK(p.mounts[0].kind == K::ro_bind);
@@ -200,7 +201,8 @@ TEST_CASE("bwrap: --userns, --userns2 and --pidns join existing namespaces", "[b
   auto plain = parse({"true"});
   REQUIRE(plain);
   CHECK_FALSE(plain->policy.userns_fd);
-  CHECK(plain->policy.backend == Backend::automatic);
+  // Never the ladder: the dialect pins the namespace rung.
+  CHECK(plain->policy.backend == Backend::namespaces);
 
   // bwrap's checks and texts.
   CHECK(error_of({"--userns", "3", "--unshare-user", "true"}) == "--userns not compatible --unshare-user");
@@ -375,4 +377,37 @@ TEST_CASE("status JSON: bwrap's field names and layouts", "[bwrap][status]") {
   CHECK(start_status(42, ids, true) == "{\n    \"child-pid\": 42,\n    \"mnt-namespace\": 11,\n    \"pid-namespace\": 12\n}\n");
   CHECK(start_status(42, ids, false) == "{ \"child-pid\": 42, \"mnt-namespace\": 11, \"pid-namespace\": 12 }\n");
   CHECK(exit_status_line(137) == "{ \"exit-code\": 137 }\n");
+}
+
+TEST_CASE("bwrap: the namespace rung is pinned; --proc follows the PID namespace", "[bwrap]") {
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"--ro-bind", "/", "/", "true"},
+           {"--ro-bind", "/", "/", "--unshare-user", "--proc", "/proc", "true"},
+           {"--unshare-all", "--share-net", "--ro-bind", "/", "/", "true"},
+       }) {
+    auto r = parse(args);
+    REQUIRE(r);
+    CHECK(r->policy.backend == Backend::namespaces);
+  }
+  auto shared = parse({"--ro-bind", "/", "/", "--proc", "/proc", "true"});
+  REQUIRE(shared);
+  CHECK(shared->policy.proc == ProcMode::host_bind);
+  auto own = parse({"--ro-bind", "/", "/", "--unshare-pid", "--proc", "/proc", "true"});
+  REQUIRE(own);
+  CHECK(own->policy.proc == ProcMode::fresh);
+  auto joined = parse({"--userns", "3", "--pidns", "5", "--proc", "/proc", "true"});
+  REQUIRE(joined);
+  CHECK(joined->policy.proc == ProcMode::fresh);
+}
+
+TEST_CASE("bwrap: a refused clone in bwrap's words", "[bwrap]") {
+  CHECK(bwrap_message(sys_error("clone", "CLONE_NEWUSER|CLONE_NEWNS", EPERM), true) ==
+        "No permissions to create a new namespace, likely because the kernel does not allow non-privileged user "
+        "namespaces. On e.g. debian this can be enabled with 'sysctl kernel.unprivileged_userns_clone=1'.");
+  CHECK(bwrap_message(sys_error("clone", "CLONE_NEWNS", EPERM), false) ==
+        "Creating new namespace failed: Operation not permitted");
+  CHECK(bwrap_message(sys_error("clone", "CLONE_NEWUSER|CLONE_NEWPID", ENOSPC), true) ==
+        "Creating new namespace failed: nesting depth or /proc/sys/user/max_*_namespaces exceeded (ENOSPC)");
+  CHECK(bwrap_message(sys_error("mount proc on", "/proc", EPERM)) ==
+        "Can't mount proc on /newroot/proc: Operation not permitted");
 }
