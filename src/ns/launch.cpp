@@ -470,7 +470,7 @@ int run(const Policy& policy, const ErrorReporter& report_error) {
   // Before anything runs: the command must not be able to choose what the
   // report overwrites (see ReportSink).
   auto sink = ReportSink::open(policy);
-  if (!sink) return report_error(sink.error());
+  if (!sink) return report_error(sink.error(), std::nullopt);
   LaunchReport report;
   report.mode = policy.mode;
   report.host_backend = policy.host_backend;
