@@ -238,7 +238,19 @@ Result<Invocation> parse_native(std::span<const std::string> args, const CallerC
 
   // The front end resolves what depends on where nsrun was started, so the
   // Policy below it is complete: the workspace, the host backend.
-  if (p.workspace.empty()) p.workspace = ctx.cwd;
+  if (p.workspace.empty()) {
+    // Started from / in workspace-write mode, the default workspace would be
+    // the whole host, writable: more likely a harness that lost its
+    // directory than a wish. Saying `--writable /` (or `--workspace /`)
+    // means it; the namespace rung then keeps /proc, /dev and /tmp private
+    // and /sys read-only, and the Landlock rung refuses it.
+    const bool whole_host_named = std::find(p.writable.begin(), p.writable.end(), "/") != p.writable.end();
+    if (ctx.cwd == "/" && p.preset && p.mode == Mode::workspace_write && !whole_host_named &&
+        inv.action != Invocation::Action::probe)
+      return fail(usage_error("--workspace", "the current directory is /, and a workspace of / would make the "
+                                             "whole host writable: give --workspace DIR, or --writable / to mean it"));
+    p.workspace = ctx.cwd;
+  }
   if (host_backend_option || ctx.host_backend_env || p.host_backend.empty())
     p.host_backend = detect_backend(host_backend_option ? host_backend_option : ctx.host_backend_env,
                                     ctx.lakebox_marker);

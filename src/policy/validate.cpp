@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include <climits>
+#include <cstdlib>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -38,6 +40,30 @@ Result<void> existing(std::string_view option, const std::string& path) {
   return {};
 }
 
+bool under(std::string_view path, std::string_view dir) {
+  return path == dir || (path.starts_with(dir) && path.size() > dir.size() && path[dir.size()] == '/');
+}
+
+// The workspace and the writable roots against the sandbox's own /dev, /proc
+// and /sys (issue 10, item 3). The preset orders a root of `/` before the
+// private mounts, by name; a path that resolves to `/` by another name (a
+// symlink, `/.`) would be bound after them and cover them, so it is refused.
+// A root inside /proc or /sys, or /dev itself, would bring the host's back
+// over the private ones (the host's processes, writable sysctls as root):
+// `--proc host-bind` is the way to the host's /proc.
+Result<void> outside_private_mounts(std::string_view option, const std::string& path) {
+  char real[PATH_MAX];
+  if (::realpath(path.c_str(), real) == nullptr) return fail(bad(option, path, std::strerror(errno)));
+  const std::string_view r(real);
+  if (r == "/" && path != "/")
+    return fail(bad(option, path, "resolves to / (name / itself to mean the whole host)"));
+  for (std::string_view dir : {"/proc", "/sys"})
+    if (under(r, dir))
+      return fail(bad(option, path, fmt::format("inside {}, which the sandbox keeps its own", dir)));
+  if (r == "/dev") return fail(bad(option, path, "is /dev, which the sandbox keeps its own"));
+  return {};
+}
+
 bool binds(MountOp::Kind k) {
   return k == MountOp::Kind::bind || k == MountOp::Kind::ro_bind || k == MountOp::Kind::dev_bind;
 }
@@ -55,9 +81,12 @@ Result<void> validate(const Policy& p, bool need_command) {
 
   if (p.mode != Mode::full_access && p.preset) {
     if (auto r = existing_dir("--workspace", p.workspace); !r) return r;
+    if (auto r = outside_private_mounts("--workspace", p.workspace); !r) return r;
   }
-  for (const auto& dir : p.writable)
+  for (const auto& dir : p.writable) {
     if (auto r = existing_dir("--writable", dir); !r) return r;
+    if (auto r = outside_private_mounts("--writable", dir); !r) return r;
+  }
 
   for (const auto& m : p.mounts) {
     const std::string option = option_of(m.kind);

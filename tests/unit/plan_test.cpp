@@ -151,3 +151,25 @@ TEST_CASE("exec candidates follow execvp's PATH rules") {
   CHECK(exec_candidates("sh", "/a::/b") == std::vector<std::string>{"/a/sh", "./sh", "/b/sh"});
   CHECK(exec_candidates("sh", nullptr).front() == "/usr/local/bin/sh");
 }
+
+TEST_CASE("a writable /: the private /dev, /proc, /tmp come after its bind, /sys read-only between") {
+  Policy p = workspace_policy();
+  p.writable = {"/"};
+  auto plan = make_plan(p, host());
+  REQUIRE(plan);
+  const auto& m = plan->mounts;
+  std::size_t root_rw = m.size();
+  for (std::size_t i = 0; i < m.size(); ++i)
+    if (m[i].op == Op::bind && m[i].dest == "/" && (m[i].attrs & attr::rdonly) == 0) root_rw = i;
+  REQUIRE(root_rw < m.size());
+  const auto sys = index_of(*plan, Op::bind, "/sys");
+  REQUIRE(sys < m.size());
+  CHECK((m[sys].attrs & attr::rdonly) != 0);
+  CHECK(m[sys].optional);
+  CHECK(root_rw < sys);
+  CHECK(sys < index_of(*plan, Op::tmpfs, "/dev"));
+  CHECK(root_rw < index_of(*plan, Op::proc, "/proc"));
+  CHECK(root_rw < index_of(*plan, Op::tmpfs, "/tmp"));
+  // /proc/sys is made read-only after the fresh procfs, not before it.
+  CHECK(index_of(*plan, Op::proc, "/proc") < index_of(*plan, Op::bind, "/proc/sys"));
+}

@@ -240,3 +240,80 @@ TEST_CASE("front end resolves the host backend from option, variable, marker") {
   c.lakebox_marker = true;
   CHECK(parse({"true"}, c)->policy.host_backend == "lakebox");
 }
+
+// Issue 10, item 3: a writable `/` must not cover the private /dev, /proc
+// and /tmp (its bind is recursive and brings the host's along).
+TEST_CASE("a writable / is bound before the private /dev, /proc and /tmp, with /sys read-only") {
+  for (int variant = 0; variant < 2; ++variant) {
+    Policy p;
+    p.workspace = variant == 0 ? "/" : "/work/ws";
+    if (variant == 1) p.writable = {"/cache", "/"};
+    auto m = preset_mounts(p);
+    REQUIRE(m.size() >= 6);
+    CHECK((m[0].kind == K::ro_bind && m[0].dest == "/"));
+    CHECK((m[1].kind == K::bind && m[1].source == "/" && m[1].dest == "/"));
+    CHECK((m[2].kind == K::ro_bind && m[2].source == "/sys" && m[2].dest == "/sys" && m[2].optional));
+    CHECK(m[3].kind == K::dev);
+    CHECK(m[4].kind == K::proc);
+    CHECK((m[5].kind == K::tmpfs && m[5].dest == "/tmp"));
+    // `/` is bound once, and never after the private mounts.
+    std::size_t roots = 0;
+    for (std::size_t i = 0; i < m.size(); ++i)
+      if (m[i].kind == K::bind && m[i].dest == "/") {
+        ++roots;
+        CHECK(i == 1);
+      }
+    CHECK(roots == 1);
+    if (variant == 1) {
+      REQUIRE(m.size() == 8);
+      CHECK((m[6].kind == K::bind && m[6].dest == "/work/ws"));
+      CHECK((m[7].kind == K::bind && m[7].dest == "/cache"));
+    }
+  }
+}
+
+TEST_CASE("read-only mode from / does not bind / again over the private mounts") {
+  Policy p;
+  p.mode = Mode::read_only;
+  p.workspace = "/";
+  auto m = preset_mounts(p);
+  REQUIRE(m.size() == 4);
+  CHECK(m.back().kind == K::tmpfs);
+}
+
+TEST_CASE("started from /, workspace-write needs --workspace or --writable / said outright") {
+  CallerContext root = ctx();
+  root.cwd = "/";
+  auto implicit = parse({"--", "true"}, root);
+  REQUIRE_FALSE(implicit);
+  CHECK(implicit.error().kind == ErrorKind::usage);
+  CHECK(implicit.error().message().starts_with("--workspace: the current directory is /"));
+  CHECK(parse({"--mode", "read-only", "--", "true"}, root));
+  CHECK(parse({"--mode", "full-access", "--", "true"}, root));
+  auto named = parse({"--writable", "/", "--", "true"}, root);
+  REQUIRE(named);
+  CHECK(named->policy.workspace == "/");
+  CHECK(parse({"--workspace", "/", "--", "true"}, root));
+  CHECK(parse({"--workspace", "/tmp", "--", "true"}, root));
+}
+
+TEST_CASE("validation: no writable root resolves to / by another name, or reaches into /proc, /sys, /dev") {
+  Policy p;
+  p.workspace = "/tmp";
+  p.argv = {"true"};
+  for (const char* path : {"/.", "//", "/tmp/..", "/proc", "/proc/sys", "/sys", "/sys/fs", "/dev"}) {
+    p.writable = {path};
+    auto r = validate(p, true);
+    INFO(path);
+    REQUIRE_FALSE(r);
+    CHECK(r.error().step == "--writable");
+    CHECK(r.error().kind == ErrorKind::usage);
+  }
+  p.writable = {"/"};
+  CHECK(validate(p, true));
+  p.writable = {};
+  p.workspace = "/proc";
+  auto ws = validate(p, true);
+  REQUIRE_FALSE(ws);
+  CHECK(ws.error().message() == "--workspace /proc: inside /proc, which the sandbox keeps its own");
+}
