@@ -98,6 +98,17 @@ Result<std::string> explain(const Policy& policy) {
   out += fmt::format("network: {}\n", policy.network == Network::none
                                            ? "none (a new network namespace with only lo up, 127.0.0.1)"
                                            : "share (the host's network)");
+  if (policy.unix_sockets == UnixSockets::none)
+    out += "unix sockets: none (socket(AF_UNIX) refused by the filter on both rungs; socketpair works; abstract "
+           "sockets and sockets in the private /tmp are refused too)\n";
+  else if (policy.hidden_sockets.empty())
+    out += "unix sockets: hide-known (none of the well-known host sockets exists); other host sockets are "
+           "reachable\n";
+  else
+    out += fmt::format("unix sockets: hide-known, covered on the namespace rung: {}; the Landlock rung cannot "
+                       "cover them and refuses socket(AF_UNIX) instead (socketpair works); other host sockets "
+                       "are reachable\n",
+                       printable(fmt::format("{}", fmt::join(policy.hidden_sockets, " "))));
   std::string names;
   for (const auto& e : prepared->env) names += fmt::format(" {}", e.substr(0, e.find('=')));
   out += fmt::format("environment:{}\n", names.empty() ? " (empty)" : names);

@@ -140,6 +140,14 @@ const std::vector<Option>& options() {
          p.seccomp = SeccompMode::log;
          return {};
        }},
+      {"--unix-sockets", 1, "MODE",
+       "hide-known (default: hide the well-known host sockets) or none (no AF_UNIX socket but socketpair)",
+       set_enum(&Policy::unix_sockets, parse_unix_sockets, "--unix-sockets", "hide-known or none")},
+      {"--allow-socket", 1, "PATH", "do not hide this well-known host socket (repeatable)",
+       [](Policy& p, Args a) -> Result<void> {
+         p.allow_sockets.push_back(a[0]);
+         return {};
+       }},
       {"--allow-nested-userns", 0, "", "let the command make user namespaces of its own",
        set_value(&Policy::allow_nested_userns, true)},
       {"--share-ipc", 0, "", "keep the host's IPC namespace", share_namespace(&Namespaces::ipc)},
@@ -176,6 +184,12 @@ CallerContext read_caller_context() {
   if (::getcwd(buf, sizeof buf) != nullptr) ctx.cwd = buf;
   if (const char* b = std::getenv("NSRUN_HOST_BACKEND")) ctx.host_backend_env = b;
   ctx.lakebox_marker = ::access(lakebox_marker, F_OK) == 0;
+  auto var = [](const char* name) {
+    const char* v = std::getenv(name);
+    return v == nullptr ? std::string() : std::string(v);
+  };
+  ctx.socket_env = SocketEnv{var("XDG_RUNTIME_DIR"), var("SSH_AUTH_SOCK"), var("HOME")};
+  ctx.lookup = lookup_host_path;
   return ctx;
 }
 
@@ -251,6 +265,12 @@ Result<Invocation> parse_native(std::span<const std::string> args, const CallerC
                                              "whole host writable: give --workspace DIR, or --writable / to mean it"));
     p.workspace = ctx.cwd;
   }
+  // The well-known host sockets that exist now, minus --allow-socket: the
+  // plan covers them (namespace rung); the Landlock rung, which cannot,
+  // refuses AF_UNIX sockets while any is listed (docs/hardening.md).
+  if (p.mode != Mode::full_access && ctx.lookup)
+    p.hidden_sockets = sockets_to_hide(well_known_sockets(ctx.socket_env), p.hidden_sockets, p.allow_sockets,
+                                       ctx.lookup);
   if (host_backend_option || ctx.host_backend_env || p.host_backend.empty())
     p.host_backend = detect_backend(host_backend_option ? host_backend_option : ctx.host_backend_env,
                                     ctx.lakebox_marker);

@@ -113,6 +113,11 @@ Result<void> validate(const Policy& p, bool need_command) {
       return fail(bad("--perms", m.dest, fmt::format("mode {:o} out of range", *m.perms)));
   }
 
+  for (const auto& s : p.hidden_sockets)
+    if (auto r = absolute("hidden_sockets", s); !r) return r;
+  for (const auto& s : p.allow_sockets)
+    if (auto r = absolute("--allow-socket", s); !r) return r;
+
   if (!p.chdir.empty())
     if (auto r = absolute("--chdir", p.chdir); !r) return r;
 

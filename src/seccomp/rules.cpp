@@ -50,6 +50,8 @@ FilterKey filter_key(const Policy& policy, FilterRung rung) {
   key.log = policy.seccomp == SeccompMode::log;
   key.nested_userns = policy.allow_nested_userns;
   key.deny_inet = policy.network == Network::none && rung == FilterRung::landlock;
+  key.deny_unix = policy.unix_sockets == UnixSockets::none ||
+                  (rung == FilterRung::landlock && !policy.hidden_sockets.empty());
   return key;
 }
 
@@ -118,6 +120,15 @@ FilterSpec filter_spec(const FilterKey& key) {
     // that reaches one; unix sockets stay (Landlock scopes abstract ones).
     for (int family : {AF_INET, AF_INET6, AF_PACKET})
       add(r, "socket", "--network none without a network namespace", EPERM, low32_equals(0, family));
+  }
+  if (key.deny_unix) {
+    // A pathname socket is reached by connect() on a path the filter cannot
+    // read, and Landlock (up to ABI 7) has no right for it: the one
+    // decision a filter can make is the family. socketpair(2) is another
+    // call and stays: pipes between the command's own processes. Abstract
+    // sockets and sockets in the private /tmp go too (the price).
+    add(r, "socket", "AF_UNIX: host pathname sockets (--unix-sockets none, or hidden ones on the Landlock rung)",
+        EACCES, low32_equals(0, AF_UNIX));
   }
   return spec;
 }

@@ -56,11 +56,19 @@ struct FilterKey {
   bool log = false;            // --seccomp log
   bool nested_userns = false;  // --allow-nested-userns
   bool deny_inet = false;      // --network none on the Landlock rung
+  bool deny_unix = false;      // --unix-sockets none, or host sockets to hide on the Landlock rung
 
-  // 0..7 over (log, nested_userns, deny_inet); the precompiled table's order.
-  unsigned index() const { return (log ? 1u : 0u) | (nested_userns ? 2u : 0u) | (deny_inet ? 4u : 0u); }
-  static FilterKey from_index(unsigned i) { return FilterKey{true, (i & 1) != 0, (i & 2) != 0, (i & 4) != 0}; }
-  static constexpr unsigned variants = 8;
+  // 0..15 over (log, nested_userns, deny_inet, deny_unix); the precompiled
+  // table's order.
+  unsigned index() const {
+    return (log ? 1u : 0u) | (nested_userns ? 2u : 0u) | (deny_inet ? 4u : 0u) | (deny_unix ? 8u : 0u);
+  }
+  static FilterKey from_index(unsigned i) {
+    return FilterKey{true, (i & 1) != 0, (i & 2) != 0, (i & 4) != 0, (i & 8) != 0};
+  }
+  static constexpr unsigned variants = 16;
+
+  bool operator==(const FilterKey&) const = default;
 };
 
 FilterKey filter_key(const Policy& policy, FilterRung rung);

@@ -317,3 +317,107 @@ TEST_CASE("validation: no writable root resolves to / by another name, or reache
   REQUIRE_FALSE(ws);
   CHECK(ws.error().message() == "--workspace /proc: inside /proc, which the sandbox keeps its own");
 }
+
+// Issue 10, item 6: the well-known sockets, from a given environment.
+namespace {
+bool has_path(const std::vector<KnownSocket>& list, std::string_view path, bool dir) {
+  return std::any_of(list.begin(), list.end(), [&](const KnownSocket& s) { return s.path == path && s.dir == dir; });
+}
+
+// A host with these paths (canonical; /var/run is a symlink to /run).
+std::optional<FoundPath> fake_host(const std::string& path) {
+  static const std::vector<std::pair<std::string, bool>> present = {
+      {"/run/docker.sock", false},       {"/run/dbus/system_bus_socket", false}, {"/run/user/1000/bus", false},
+      {"/run/user/1000/gnupg", true},    {"/home/u/.gnupg/S.gpg-agent", false},   {"/tmp/ssh-x/agent.1", false},
+      {"/run/user/1000/wayland-0", false}, {"/tmp/.X11-unix", true},
+  };
+  std::string p = path;
+  if (p.starts_with("/var/run/")) p = "/run/" + p.substr(9);
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  for (const auto& [q, dir] : present)
+    if (q == p) return FoundPath{q, dir};
+  return std::nullopt;
+}
+}  // namespace
+
+TEST_CASE("the well-known host sockets, from the caller's environment") {
+  auto bare = well_known_sockets(SocketEnv{});
+  CHECK(has_path(bare, "/run/docker.sock", false));
+  CHECK(has_path(bare, "/var/run/docker.sock", false));
+  CHECK(has_path(bare, "/run/podman/podman.sock", false));
+  CHECK(has_path(bare, "/run/containerd/containerd.sock", false));
+  CHECK(has_path(bare, "/run/dbus/system_bus_socket", false));
+  CHECK(has_path(bare, "/tmp/.X11-unix", true));
+  for (const auto& s : bare) CHECK(s.path.starts_with("/"));
+
+  auto env = well_known_sockets(SocketEnv{"/run/user/1000/", "/tmp/ssh-x/agent.1", "/home/u"});
+  CHECK(has_path(env, "/run/user/1000/bus", false));
+  CHECK(has_path(env, "/run/user/1000/podman/podman.sock", false));
+  CHECK(has_path(env, "/run/user/1000/gnupg", true));
+  CHECK(has_path(env, "/run/user/1000/wayland-0", false));
+  CHECK(has_path(env, "/tmp/ssh-x/agent.1", false));
+  CHECK(has_path(env, "/home/u/.gnupg/S.gpg-agent", false));
+  CHECK(has_path(env, "/home/u/.gnupg/S.gpg-agent.ssh", false));
+  // Relative or empty variables name nothing.
+  auto relative = well_known_sockets(SocketEnv{"run/user", "agent.sock", ""});
+  CHECK(relative.size() == bare.size());
+}
+
+TEST_CASE("sockets to hide: those that exist, canonical, once, minus --allow-socket") {
+  auto candidates = well_known_sockets(SocketEnv{"/run/user/1000", "/tmp/ssh-x/agent.1", "/home/u"});
+  auto hidden = sockets_to_hide(candidates, {}, {}, fake_host);
+  const std::vector<std::string> want = {"/run/docker.sock",   "/run/dbus/system_bus_socket", "/tmp/.X11-unix/",
+                                         "/run/user/1000/bus", "/run/user/1000/gnupg/",       "/run/user/1000/wayland-0",
+                                         "/tmp/ssh-x/agent.1", "/home/u/.gnupg/S.gpg-agent"};
+  CHECK(hidden == want);
+  // --allow-socket takes one out, by any name of it; a policy file's own stay.
+  auto allowed = sockets_to_hide(candidates, {"/srv/app.sock"}, {"/var/run/docker.sock", "/run/user/1000/gnupg/"},
+                                 fake_host);
+  CHECK(allowed.front() == "/srv/app.sock");
+  CHECK(std::find(allowed.begin(), allowed.end(), "/run/docker.sock") == allowed.end());
+  CHECK(std::find(allowed.begin(), allowed.end(), "/run/user/1000/gnupg/") == allowed.end());
+  CHECK(allowed.size() == want.size() - 2 + 1);
+  // A candidate of the wrong kind (a directory where a socket was expected) is not one.
+  auto wrong = sockets_to_hide({KnownSocket{"/tmp/.X11-unix", false, "x"}}, {}, {}, fake_host);
+  CHECK(wrong.empty());
+}
+
+TEST_CASE("the front end records the sockets to hide; --unix-sockets and --allow-socket") {
+  CallerContext c = ctx();
+  c.socket_env = SocketEnv{"/run/user/1000", "/tmp/ssh-x/agent.1", "/home/u"};
+  c.lookup = fake_host;
+  auto inv = parse({"--allow-socket", "/tmp/ssh-x/agent.1", "--", "true"}, c);
+  REQUIRE(inv);
+  CHECK(inv->policy.unix_sockets == UnixSockets::hide_known);
+  CHECK(inv->policy.allow_sockets == std::vector<std::string>{"/tmp/ssh-x/agent.1"});
+  CHECK(inv->policy.hidden_sockets.size() == 7);
+  CHECK(std::find(inv->policy.hidden_sockets.begin(), inv->policy.hidden_sockets.end(), "/tmp/ssh-x/agent.1") ==
+        inv->policy.hidden_sockets.end());
+  auto none = parse({"--unix-sockets", "none", "--", "true"}, c);
+  REQUIRE(none);
+  CHECK(none->policy.unix_sockets == UnixSockets::none);
+  auto bad = parse({"--unix-sockets", "some", "--", "true"}, c);
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().step == "--unix-sockets");
+  auto full = parse({"--mode", "full-access", "--", "true"}, c);
+  REQUIRE(full);
+  CHECK(full->policy.hidden_sockets.empty());
+  // Without a way to ask the host (the other tests' context), nothing exists.
+  CHECK(parse({"--", "true"})->policy.hidden_sockets.empty());
+}
+
+TEST_CASE("policy JSON carries the socket settings") {
+  Policy p;
+  p.unix_sockets = UnixSockets::none;
+  p.hidden_sockets = {"/run/docker.sock", "/run/user/1000/gnupg/"};
+  p.allow_sockets = {"/run/user/1000/bus"};
+  auto back = from_json(to_json(p));
+  REQUIRE(back);
+  CHECK(*back == p);
+  auto doc = json::parse(R"({"unix_sockets": "hide-known"})");
+  REQUIRE(doc);
+  CHECK(from_json(*doc)->unix_sockets == UnixSockets::hide_known);
+  auto wrong = json::parse(R"({"unix_sockets": "all"})");
+  REQUIRE(wrong);
+  CHECK_FALSE(from_json(*wrong));
+}
