@@ -235,13 +235,11 @@ void hide_sockets(std::vector<MountStep>& out, const Policy& p) {
   const uint64_t sealed = attr::rdonly | attr::nosuid | attr::nodev | attr::noexec;
   for (std::size_t i = 0; i < paths.size(); ++i) {
     if (!shown[i]) continue;
-    if (p.hidden_sockets[i].ends_with('/')) {
-      out.push_back(tmpfs(paths[i], 0755, sealed, 4096));
-    } else {
-      MountStep s = bind("/dev/null", paths[i], sealed);
-      s.dest_is_file = true;
-      out.push_back(std::move(s));
-    }
+    MountStep s = p.hidden_sockets[i].ends_with('/') ? tmpfs(paths[i], 0755, sealed, 4096)
+                                                      : bind("/dev/null", paths[i], sealed);
+    s.dest_is_file = s.op == Op::bind;
+    s.cover = true;
+    out.push_back(std::move(s));
   }
 }
 
@@ -286,12 +284,14 @@ std::string describe(const MountStep& s) {
   };
   switch (s.op) {
     case Op::bind:
+      if (s.cover) return with_attrs(fmt::format("bind {} -> {} (cover, if present)", s.source, s.dest));
       if (s.source_fd >= 0) return with_attrs(fmt::format("bind fd {} -> {}", s.source_fd, s.dest));
       return with_attrs(fmt::format("bind {}{} -> {}{}", s.source_in_root ? "(new root) " : "", s.source, s.dest,
                                     s.optional ? " (if present)" : ""));
     case Op::tmpfs:
-      return with_attrs(fmt::format("tmpfs {} mode={:04o}{}", s.dest, s.mode,
-                                    s.size ? fmt::format(" size={}", s.size) : std::string()));
+      return with_attrs(fmt::format("tmpfs {} mode={:04o}{}{}", s.dest, s.mode,
+                                    s.size ? fmt::format(" size={}", s.size) : std::string(),
+                                    s.cover ? " (cover, if present)" : ""));
     case Op::proc: return with_attrs(fmt::format("proc {} (fresh, this PID namespace)", s.dest));
     case Op::devpts: return with_attrs(fmt::format("devpts {} {}", s.dest, s.options));
     case Op::mqueue: return with_attrs(fmt::format("mqueue {}", s.dest));

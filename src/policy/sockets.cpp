@@ -54,10 +54,12 @@ std::vector<KnownSocket> well_known_sockets(const SocketEnv& env) {
 }
 
 std::optional<FoundPath> lookup_host_path(const std::string& path) {
+  // One stat() for the usual answer, "not there"; realpath() (a readlink
+  // per component) only for what exists. This runs on every launch.
+  struct stat st{};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
   char real[PATH_MAX];
   if (::realpath(path.c_str(), real) == nullptr) return std::nullopt;
-  struct stat st{};
-  if (::stat(real, &st) != 0) return std::nullopt;
   return FoundPath{real, S_ISDIR(st.st_mode)};
 }
 

@@ -191,6 +191,8 @@ TEST_CASE("hidden sockets: /dev/null over a socket, a tmpfs over a directory, af
   REQUIRE(app < m.size());
   CHECK(m[docker].source == "/dev/null");
   CHECK(m[docker].dest_is_file);
+  CHECK(m[docker].cover);  // never made, skipped when gone or out of reach
+  CHECK(m[gnupg].cover);
   CHECK((m[docker].attrs & (attr::rdonly | attr::nodev)) == (attr::rdonly | attr::nodev));
   CHECK((m[gnupg].attrs & attr::rdonly) != 0);
   // After the --ro /run that would otherwise bring the host's back.
