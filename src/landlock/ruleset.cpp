@@ -84,6 +84,9 @@ std::string cannot_express(const Policy& p) {
         break;
       case K::bind:
         if (m.source != m.dest) return fmt::format("bind {} -> {}", m.source, m.dest);
+        // However it came (a policy file's mounts, bwrap's --bind / /).
+        if (contains_private_mounts(m.dest))
+          return "a writable / (this rung has no private /proc, /dev or /sys to keep out of it)";
         writable.push_back(m.dest);
         break;
       case K::tmpfs:

@@ -64,6 +64,25 @@ Result<void> outside_private_mounts(std::string_view option, const std::string& 
   return {};
 }
 
+// The components of a path inside the sandbox: whether one is "..", and
+// whether all are empty or "." (the path names the root).
+struct Components {
+  bool dot_dot = false;
+  bool root = true;
+};
+Components components(std::string_view path) {
+  Components c;
+  while (!path.empty()) {
+    const std::size_t slash = path.find('/');
+    const std::string_view part = path.substr(0, slash);
+    if (part == "..") c.dot_dot = true;
+    else if (!part.empty() && part != ".") c.root = false;
+    if (slash == std::string_view::npos) break;
+    path.remove_prefix(slash + 1);
+  }
+  return c;
+}
+
 bool binds(MountOp::Kind k) {
   return k == MountOp::Kind::bind || k == MountOp::Kind::ro_bind || k == MountOp::Kind::dev_bind;
 }
@@ -91,6 +110,21 @@ Result<void> validate(const Policy& p, bool need_command) {
   for (const auto& m : p.mounts) {
     const std::string option = option_of(m.kind);
     if (auto r = absolute(option, m.dest); !r) return r;
+    // With the preset, the policy's own mounts follow the private /dev,
+    // /proc and /tmp; a bind or overlay on / would cover them all again
+    // (issue 10, item 3). Without it (bwrap's dialect) the order is the
+    // caller's, as in bwrap.
+    const bool layered = binds(m.kind) || m.kind == MountOp::Kind::overlay || m.kind == MountOp::Kind::tmp_overlay ||
+                         m.kind == MountOp::Kind::ro_overlay;
+    if (p.preset && p.mode != Mode::full_access) {
+      // ".." is resolved in the new root, through its symlinks (/var/run/..
+      // is /): no lexical check could say where it lands.
+      const Components c = components(m.dest);
+      if (c.dot_dot) return fail(bad(option, m.dest, "a '..' component (name the destination plainly)"));
+      if (layered && c.root)
+        return fail(bad(option, m.dest, "would cover the sandbox's own /proc, /dev and /tmp (use --writable / for "
+                                        "a writable host)"));
+    }
     if (binds(m.kind) && !m.optional && !m.source_fd)
       if (auto r = existing(option, m.source); !r) return r;
     if (binds(m.kind) && m.optional)

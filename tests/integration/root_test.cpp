@@ -194,3 +194,18 @@ TEST_CASE("a writable root inside /proc or /sys, /dev itself, or / by another na
     }
   }
 }
+
+TEST_CASE("a policy mount over / is refused with the preset: it would cover /proc, /dev, /tmp", "[root-workspace]") {
+  TempDir ws("root");
+  write_file(ws / "policy.json", R"({"mounts": [{"kind": "bind", "source": "/", "dest": "/"}]})");
+  for (Rung rung : {Rung::namespaces, Rung::landlock}) {
+    for (const auto& options : {std::vector<std::string>{"--ro", "/"}, {"--policy", ws / "policy.json"}}) {
+      RunResult r = probe(rung, options, {"write", ws / "landed", "x"}, ws.path());
+      INFO(r.err);
+      CHECK(r.exit_code == 125);
+      CHECK(r.err.find("would cover the sandbox's own /proc, /dev and /tmp") != std::string::npos);
+      CHECK(count_lines(r.err) == 1);
+      CHECK_FALSE(file_exists(ws / "landed"));
+    }
+  }
+}

@@ -421,3 +421,27 @@ TEST_CASE("policy JSON carries the socket settings") {
   REQUIRE(wrong);
   CHECK_FALSE(from_json(*wrong));
 }
+
+TEST_CASE("validation: with the preset, no policy mount binds over / (it would cover /proc, /dev, /tmp)") {
+  Policy p;
+  p.workspace = "/tmp";
+  p.argv = {"true"};
+  for (const char* dest : {"/", "/.", "//"}) {
+    p.mounts = {mount_op(K::ro_bind, "/", dest)};
+    auto r = validate(p, true);
+    INFO(dest);
+    REQUIRE_FALSE(r);
+    CHECK(r.error().message().find("would cover the sandbox's own /proc, /dev and /tmp") != std::string::npos);
+  }
+  // Where ".." lands depends on symlinks in the new root (/var/run/.. is /).
+  p.mounts = {mount_op(K::ro_bind, "/", "/var/run/..")};
+  auto dots = validate(p, true);
+  REQUIRE_FALSE(dots);
+  CHECK(dots.error().message() == "--ro-bind /var/run/..: a '..' component (name the destination plainly)");
+  p.mounts = {mount_op(K::ro_bind, "/", "/...")};
+  CHECK_FALSE(validate(p, true).error().message().find("would cover") != std::string::npos);
+  // bwrap's dialect keeps bwrap's order: the caller's.
+  p.preset = false;
+  p.mounts = {mount_op(K::bind, "/", "/"), mount_op(K::proc, "", "/proc")};
+  CHECK(validate(p, true));
+}
