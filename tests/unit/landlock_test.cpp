@@ -115,26 +115,26 @@ TEST_CASE("the rung refuses what it cannot express, naming the item", "[unit][la
   CHECK(cannot_express(workspace_policy()).empty());
   Policy extra = workspace_policy();
   extra.writable = {"/data"};
-  extra.mounts.push_back(op(MountOp::Kind::ro_bind, "/etc", "/etc"));  // already read-only: expressible
+  extra.mounts.push_back(op(K::ro_bind, "/etc", "/etc"));  // already read-only: expressible
   CHECK(cannot_express(extra).empty());
 
   const std::map<std::string, std::function<void(Policy&)>> cases{
-      {"tmpfs /srv", [](Policy& p) { p.mounts.push_back(op(MountOp::Kind::tmpfs, "", "/srv")); }},
-      {"hide /home", [](Policy& p) { p.mounts.push_back(op(MountOp::Kind::hide, "", "/home")); }},
-      {"bind /a -> /b", [](Policy& p) { p.mounts.push_back(op(MountOp::Kind::bind, "/a", "/b")); }},
-      {"ro-bind /a -> /b", [](Policy& p) { p.mounts.push_back(op(MountOp::Kind::ro_bind, "/a", "/b")); }},
-      {"ro-bind /w/.git inside the writable /w", [](Policy& p) { p.mounts.push_back(op(MountOp::Kind::ro_bind, "/w/.git", "/w/.git")); }},
-      {"dev-bind /dev", [](Policy& p) { p.mounts.push_back(op(MountOp::Kind::dev_bind, "/dev", "/dev")); }},
-      {"symlink /x", [](Policy& p) { p.mounts.push_back(op(MountOp::Kind::symlink, "/y", "/x")); }},
-      {"proc /p2", [](Policy& p) { p.mounts.push_back(op(MountOp::Kind::proc, "", "/p2")); }},
-      {"dev /d2", [](Policy& p) { p.mounts.push_back(op(MountOp::Kind::dev, "", "/d2")); }},
+      {"tmpfs /srv", [](Policy& p) { p.mounts.push_back(op(K::tmpfs, "", "/srv")); }},
+      {"hide /home", [](Policy& p) { p.mounts.push_back(op(K::hide, "", "/home")); }},
+      {"bind /a -> /b", [](Policy& p) { p.mounts.push_back(op(K::bind, "/a", "/b")); }},
+      {"ro-bind /a -> /b", [](Policy& p) { p.mounts.push_back(op(K::ro_bind, "/a", "/b")); }},
+      {"ro-bind /w/.git inside the writable /w", [](Policy& p) { p.mounts.push_back(op(K::ro_bind, "/w/.git", "/w/.git")); }},
+      {"dev-bind /dev", [](Policy& p) { p.mounts.push_back(op(K::dev_bind, "/dev", "/dev")); }},
+      {"symlink /x", [](Policy& p) { p.mounts.push_back(op(K::symlink, "/y", "/x")); }},
+      {"proc /p2", [](Policy& p) { p.mounts.push_back(op(K::proc, "", "/p2")); }},
+      {"dev /d2", [](Policy& p) { p.mounts.push_back(op(K::dev, "", "/d2")); }},
       {"--proc none", [](Policy& p) { p.proc = ProcMode::none; }},
       {"uid 0", [](Policy& p) { p.uid = 0; }},
       {"capabilities kept inside (--cap-add)", [](Policy& p) { p.cap_add = {"CAP_NET_ADMIN"}; }},
       {"--as-pid-1", [](Policy& p) { p.as_pid_1 = true; }},
       {"a root other than the host's / (the first mount must bind / on /)", [](Policy& p) {
          p.preset = false;
-         p.mounts = {op(MountOp::Kind::tmpfs, "", "/")};
+         p.mounts = {op(K::tmpfs, "", "/")};
        }},
   };
   for (const auto& [item, change] : cases) {
