@@ -228,3 +228,30 @@ TEST_CASE("a listed socket out of the sandbox's reach is left alone, not a faile
   CHECK(agent.connections() == 0);
   REQUIRE(::chmod((ws / "other").c_str(), 0755) == 0);
 }
+
+TEST_CASE("$XDG_RUNTIME_DIR: the session bus and gpg-agent's directory are hidden", "[sockets]") {
+  TempDir ws("sock");
+  make_dir(ws / "rt");
+  make_dir(ws / "rt/gnupg");
+  HostListener bus(ws / "rt/bus");
+  HostListener gpg(ws / "rt/gnupg/S.gpg-agent");
+  for (Rung rung : {Rung::namespaces, Rung::landlock}) {
+    INFO((rung == Rung::namespaces ? "namespaces" : "landlock"));
+    std::vector<std::string> argv = rung_options(rung);
+    for (const std::string& target : {bus.path(), gpg.path()}) {
+      std::vector<std::string> run = argv;
+      run.push_back("--");
+      run.push_back(probe_path());
+      run.push_back("connect-unix");
+      run.push_back(target);
+      RunOptions opts = at(ws);
+      opts.env = {"XDG_RUNTIME_DIR=" + ws / "rt", "SSH_AUTH_SOCK=" + ws / "none"};
+      RunResult r = nsrun(run, opts);
+      // The bus: /dev/null over it; gpg-agent's directory: an empty tmpfs.
+      const char* want = rung == Rung::landlock ? "EACCES" : target == bus.path() ? "ECONNREFUSED" : "ENOENT";
+      check_refused(r, want);
+    }
+    CHECK(bus.connections() == 0);
+    CHECK(gpg.connections() == 0);
+  }
+}
