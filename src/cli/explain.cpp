@@ -96,7 +96,8 @@ Result<std::string> explain(const Policy& policy) {
                                 : fmt::format("capabilities: all dropped but {}; no_new_privs\n", fmt::join(policy.cap_add, " "));
   out += fmt::format("seccomp: {}\n", describe_filter(filter_spec(policy, FilterRung::namespaces), prepared->seccomp));
   out += fmt::format("network: {}\n", policy.network == Network::none
-                                           ? "none (a new network namespace with only lo up, 127.0.0.1)"
+                                           ? "none (a new network namespace with only lo up, 127.0.0.1; pathname unix sockets are "
+                                             "files, not network: see unix sockets)"
                                            : "share (the host's network)");
   if (policy.unix_sockets == UnixSockets::none)
     out += "unix sockets: none (socket(AF_UNIX) refused by the filter on both rungs; socketpair works; abstract "

@@ -131,7 +131,7 @@ const std::vector<Option>& options() {
          return {};
        }},
       // Hardening (docs/hardening.md).
-      {"--network", 1, "MODE", "share (default) or none (own network namespace, only lo)",
+      {"--network", 1, "MODE", "share (default) or none (own network namespace, only lo; not unix sockets)",
        set_enum(&Policy::network, parse_network, "--network", "share or none")},
       {"--seccomp", 1, "MODE", "default (the built-in filter), none, or log (log instead of refusing)",
        set_enum(&Policy::seccomp, parse_seccomp_mode, "--seccomp", "default, none or log")},
