@@ -45,6 +45,13 @@ std::vector<MountOp> preset_mounts(const Policy& policy) {
     MountOp sys = op(K::ro_bind, "/sys", "/sys");
     sys.optional = true;
     out.push_back(std::move(sys));
+    // Without a procfs of its own (--proc none) the host's stays what it is
+    // under the read-only root: read-only, not writable sysctls.
+    if (policy.proc == ProcMode::none) {
+      MountOp proc = op(K::ro_bind, "/proc", "/proc");
+      proc.optional = true;
+      out.push_back(std::move(proc));
+    }
   }
   out.push_back(op(K::dev, "", "/dev"));
   if (policy.proc != ProcMode::none) out.push_back(op(K::proc, "", "/proc"));

@@ -154,6 +154,14 @@ TEST_CASE("a writable / keeps /proc, /dev, /tmp private and kernel files read-on
   SECTION("--writable / from /") { check_private_mounts({"--writable", "/"}, "/"); }
   SECTION("--workspace / from /") { check_private_mounts({"--workspace", "/"}, "/"); }
   SECTION("read-only mode from /") { check_private_mounts({"--mode", "read-only"}, "/"); }
+  SECTION("--writable / --proc none: the host's /proc stays read-only") {
+    for (const char* knob : {"/proc/sys/kernel/hostname", "/proc/sys/vm/overcommit_memory"}) {
+      RunResult w = probe(Rung::namespaces, {"--writable", "/", "--proc", "none"}, {"open-write", knob}, "/");
+      INFO(knob << ": " << w.out << w.err);
+      CHECK(w.exit_code == 1);
+      CHECK((chomp(w.out) == "error EROFS" || chomp(w.out) == "error EACCES"));
+    }
+  }
   SECTION("the rest of the host is writable, as asked") {
     const std::string file = ws / "written-through-root";
     RunResult r = probe(Rung::namespaces, {"--writable", "/"}, {"write", file, "x"}, "/");

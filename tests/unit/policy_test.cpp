@@ -272,6 +272,17 @@ TEST_CASE("a writable / is bound before the private /dev, /proc and /tmp, with /
   }
 }
 
+TEST_CASE("a writable / with --proc none keeps the host's /proc read-only, as under the read-only root") {
+  Policy p;
+  p.workspace = "/";
+  p.proc = ProcMode::none;
+  auto m = preset_mounts(p);
+  REQUIRE(m.size() == 6);
+  CHECK((m[1].kind == K::bind && m[1].dest == "/"));
+  CHECK((m[3].kind == K::ro_bind && m[3].source == "/proc" && m[3].dest == "/proc" && m[3].optional));
+  for (const auto& op : m) CHECK(op.kind != K::proc);
+}
+
 TEST_CASE("read-only mode from / does not bind / again over the private mounts") {
   Policy p;
   p.mode = Mode::read_only;
