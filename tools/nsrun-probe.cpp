@@ -751,6 +751,43 @@ int cmd_connect_abstract(Args a) {
   return report(connect(s, reinterpret_cast<sockaddr*>(&addr), alen));
 }
 
+// A pathname address; false when PATH does not fit.
+bool unix_address(const char* path, sockaddr_un& addr) {
+  memset(&addr, 0, sizeof addr);
+  addr.sun_family = AF_UNIX;
+  size_t len = strlen(path);
+  if (len + 1 > sizeof addr.sun_path) return false;
+  memcpy(addr.sun_path, path, len);
+  return true;
+}
+
+// connect-unix PATH: connect a stream socket to the pathname socket PATH.
+int cmd_connect_unix(Args a) {
+  sockaddr_un addr;
+  if (!unix_address(a.v[0], addr)) return kExitUsage;
+  int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (s < 0) return refused(errno);
+  return report(connect(s, reinterpret_cast<sockaddr*>(&addr), sizeof addr));
+}
+
+// bind-unix PATH: make a pathname socket at PATH (left there).
+int cmd_bind_unix(Args a) {
+  sockaddr_un addr;
+  if (!unix_address(a.v[0], addr)) return kExitUsage;
+  int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (s < 0) return refused(errno);
+  return report(bind(s, reinterpret_cast<sockaddr*>(&addr), sizeof addr));
+}
+
+// socketpair: a connected pair, one byte through it.
+int cmd_socketpair(Args) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return refused(errno);
+  char c = 'x';
+  if (write(sv[0], &c, 1) != 1 || read(sv[1], &c, 1) != 1) return refused(errno);
+  return report(c == 'x' ? 0 : -1);
+}
+
 int connect_loopback(int port) {
   int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (s < 0) return -1;
@@ -999,6 +1036,9 @@ constexpr Subcommand kSubcommands[] = {
     {"fd-escape", "FD NAME", 2, 2, cmd_fd_escape},
     {"connect-abstract", "NAME", 1, 1, cmd_connect_abstract},
     {"connect-tcp", "PORT", 1, 1, cmd_connect_tcp},
+    {"connect-unix", "PATH", 1, 1, cmd_connect_unix},
+    {"bind-unix", "PATH", 1, 1, cmd_bind_unix},
+    {"socketpair", "", 0, 0, cmd_socketpair},
     {"tcp-self", "", 0, 0, cmd_tcp_self},
     {"i386-getpid", "", 0, 0, cmd_i386_getpid},
     {"x32-getpid", "", 0, 0, cmd_x32_getpid},

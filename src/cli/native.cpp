@@ -133,13 +133,21 @@ const std::vector<Option>& options() {
          return {};
        }},
       // Hardening (docs/hardening.md).
-      {"--network", 1, "MODE", "share (default) or none (own network namespace, only lo)",
+      {"--network", 1, "MODE", "share (default) or none (own network namespace, only lo; not unix sockets)",
        set_enum(&Policy::network, parse_network, "--network", "share or none")},
       {"--seccomp", 1, "MODE", "default (the built-in filter), none, or log (log instead of refusing)",
        set_enum(&Policy::seccomp, parse_seccomp_mode, "--seccomp", "default, none or log")},
       {"--seccomp-log", 0, "", "same as --seccomp log",
        [](Policy& p, Args) -> Result<void> {
          p.seccomp = SeccompMode::log;
+         return {};
+       }},
+      {"--unix-sockets", 1, "MODE",
+       "hide-known (default: hide the well-known host sockets) or none (no AF_UNIX socket but socketpair)",
+       set_enum(&Policy::unix_sockets, parse_unix_sockets, "--unix-sockets", "hide-known or none")},
+      {"--allow-socket", 1, "PATH", "do not hide this well-known host socket (repeatable)",
+       [](Policy& p, Args a) -> Result<void> {
+         p.allow_sockets.push_back(a[0]);
          return {};
        }},
       {"--allow-nested-userns", 0, "", "let the command make user namespaces of its own",
@@ -179,6 +187,12 @@ CallerContext read_caller_context() {
   else ctx.cwd_errno = errno;
   if (const char* b = std::getenv("NSRUN_HOST_BACKEND")) ctx.host_backend_env = b;
   ctx.lakebox_marker = ::access(lakebox_marker, F_OK) == 0;
+  auto var = [](const char* name) {
+    const char* v = std::getenv(name);
+    return v == nullptr ? std::string() : std::string(v);
+  };
+  ctx.socket_env = SocketEnv{var("XDG_RUNTIME_DIR"), var("SSH_AUTH_SOCK"), var("HOME")};
+  ctx.lookup = lookup_host_path;
   return ctx;
 }
 
@@ -253,8 +267,24 @@ Result<Invocation> parse_native(std::span<const std::string> args, const CallerC
                                                                 : std::strerror(ctx.cwd_errno != 0 ? ctx.cwd_errno : ENOENT)));
       return fail(std::move(e));
     }
+    // Started from / in workspace-write mode, the default workspace would be
+    // the whole host, writable: more likely a harness that lost its
+    // directory than a wish. Saying `--writable /` (or `--workspace /`)
+    // means it; the namespace rung then keeps /proc, /dev and /tmp private
+    // and /sys read-only, and the Landlock rung refuses it.
+    const bool whole_host_named = std::find(p.writable.begin(), p.writable.end(), "/") != p.writable.end();
+    if (ctx.cwd == "/" && p.preset && p.mode == Mode::workspace_write && !whole_host_named &&
+        inv.action != Invocation::Action::probe)
+      return fail(usage_error("--workspace", "the current directory is /, and a workspace of / would make the "
+                                             "whole host writable: give --workspace DIR, or --writable / to mean it"));
     p.workspace = ctx.cwd;
   }
+  // The well-known host sockets that exist now, minus --allow-socket: the
+  // plan covers them (namespace rung); the Landlock rung, which cannot,
+  // refuses AF_UNIX sockets while any is listed (docs/hardening.md).
+  if (p.mode != Mode::full_access && ctx.lookup)
+    p.hidden_sockets = sockets_to_hide(well_known_sockets(ctx.socket_env), p.hidden_sockets, p.allow_sockets,
+                                       ctx.lookup);
   if (host_backend_option || ctx.host_backend_env || p.host_backend.empty())
     p.host_backend = detect_backend(host_backend_option ? host_backend_option : ctx.host_backend_env,
                                     ctx.lakebox_marker);

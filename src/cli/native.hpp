@@ -5,6 +5,7 @@
 #include <string>
 
 #include "policy/policy.hpp"
+#include "policy/sockets.hpp"
 #include "sys/error.hpp"
 
 namespace nsrun {
@@ -23,6 +24,10 @@ struct CallerContext {
   int cwd_errno = 0;    // why it failed (ENOENT: the directory was removed)
   std::optional<std::string> host_backend_env;
   bool lakebox_marker = false;
+  // For the well-known sockets to hide: the caller's variables, and how
+  // to ask the host whether a path exists (unset: nothing exists).
+  SocketEnv socket_env;
+  PathLookup lookup;
 };
 
 CallerContext read_caller_context();

@@ -57,6 +57,14 @@ std::string cannot_express(const Policy& p) {
   if (p.as_pid_1) return "--as-pid-1";
   if (p.proc == ProcMode::none) return "--proc none";
 
+  // Without mounts there is no private /proc, /dev or /sys to keep out of
+  // a writable `/`: the command could write host sysctls and, as root,
+  // device nodes and cgroups. (Issue 10, item 3.)
+  if (p.preset && p.mode == Mode::workspace_write &&
+      (contains_private_mounts(p.workspace) ||
+       std::any_of(p.writable.begin(), p.writable.end(), [](const std::string& d) { return contains_private_mounts(d); })))
+    return "a writable / (this rung has no private /proc, /dev or /sys to keep out of it)";
+
   const std::vector<MountOp> mounts = effective_mounts(p);
   // Without a PID namespace or mounts the command sees the host's file
   // system as it is; the policy must say the same, starting from the host's /.
@@ -77,6 +85,9 @@ std::string cannot_express(const Policy& p) {
         break;
       case K::bind:
         if (m.source != m.dest) return fmt::format("bind {} -> {}", m.source, m.dest);
+        // However it came (a policy file's mounts, bwrap's --bind / /).
+        if (contains_private_mounts(m.dest))
+          return "a writable / (this rung has no private /proc, /dev or /sys to keep out of it)";
         writable.push_back(m.dest);
         break;
       case K::tmpfs:

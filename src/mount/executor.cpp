@@ -424,6 +424,13 @@ class RootBuilder {
       if (*file) return fail(Error{"bind", ENOTDIR, s.source, "the new root must be a directory"});
       return attach_root(std::move(tree), s.source, s.dest);
     }
+    if (s.cover) {
+      auto dest = cover_destination(s);
+      if (!dest) return fail(dest.error());
+      if (!*dest) return {};
+      attaching(**dest);
+      return attach(tree.get(), (*dest)->fd.get(), s.source, s.dest);
+    }
     auto dest = destination(
         s.dest, [&]() -> Result<bool> { return s.dest_is_file ? Result<bool>(true) : is_file(); }, s.parent_mode);
     if (!dest) return fail(dest.error());
@@ -431,10 +438,30 @@ class RootBuilder {
     return attach(tree.get(), dest->fd.get(), s.source, s.dest);
   }
 
+  // Where a cover (a hidden socket's) goes: the existing path only. Gone
+  // since the front end looked, or out of reach (a directory the sandbox's
+  // root may not search, e.g. root started with another user's
+  // $SSH_AUTH_SOCK: the command cannot reach it either), there is nothing
+  // to cover, and nothing is made in its place, on the host least of all.
+  Result<std::optional<Destination>> cover_destination(const MountStep& s) {
+    auto existing = open_in_root(root_.get(), s.dest);
+    if (existing) return std::optional<Destination>(Destination{std::move(*existing), false});
+    const int err = existing.error().err;
+    if (err == ENOENT || err == ENOTDIR || err == EACCES) return std::optional<Destination>();
+    return fail(existing.error());
+  }
+
   Result<void> fresh(const MountStep& s, const char* type, const std::string& options) {
     auto mnt = new_filesystem(type, options, s.attrs, s.dest);
     if (!mnt) return fail(mnt.error());
     if (relative(s.dest) == ".") return attach_root(std::move(*mnt), type, s.dest);
+    if (s.cover) {
+      auto dest = cover_destination(s);
+      if (!dest) return fail(dest.error());
+      if (!*dest) return {};
+      attaching(**dest);
+      return attach(mnt->get(), (*dest)->fd.get(), type, s.dest);
+    }
     auto dest = destination(s.dest, [] { return Result<bool>(false); }, s.parent_mode);
     if (!dest) return fail(dest.error());
     attaching(*dest);

@@ -193,6 +193,56 @@ void expand(std::vector<MountStep>& out, const MountOp& m, ProcMode proc, const 
   for (std::size_t i = first; i < out.size(); ++i) out[i].parent_mode = parents;
 }
 
+bool at_or_under(std::string_view path, std::string_view dir) {
+  if (dir == "/") return true;
+  return path == dir || (path.starts_with(dir) && path.size() > dir.size() && path[dir.size()] == '/');
+}
+
+// Policy::hidden_sockets, covered after every other mount, so no writable
+// root, --ro or policy bind brings the host's socket back over the cover.
+// A socket is covered only where the host's is still what the sandbox
+// shows: when the last mount over its path is a fresh filesystem (the
+// private /tmp over /tmp/.X11-unix, a tmpfs, --hide) it is not there to
+// hide, and its mount point could not be made in a read-only one.
+// A socket gets /dev/null bound over it, with nodev: connect() on an inode
+// that is not a socket is ECONNREFUSED and open() is EACCES, and no file is
+// made for it (no staging area). A directory gets an empty read-only tmpfs.
+void hide_sockets(std::vector<MountStep>& out, const Policy& p) {
+  if (p.hidden_sockets.empty()) return;
+  std::vector<std::string> paths;
+  for (const auto& s : p.hidden_sockets) {
+    std::string path = s;
+    while (path.size() > 1 && path.back() == '/') path.pop_back();
+    paths.push_back(std::move(path));
+  }
+  std::vector<bool> shown(paths.size(), false);
+  for_each_mount(p, [&](const MountOp& m) {
+    bool fresh = false;
+    switch (m.kind) {
+      case K::tmpfs:
+      case K::hide:
+      case K::proc:
+      case K::dev:
+      case K::mqueue:
+        fresh = true;
+        break;
+      default:
+        break;
+    }
+    for (std::size_t i = 0; i < paths.size(); ++i)
+      if (at_or_under(paths[i], m.dest)) shown[i] = !fresh;
+  });
+  const uint64_t sealed = attr::rdonly | attr::nosuid | attr::nodev | attr::noexec;
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    if (!shown[i]) continue;
+    MountStep s = p.hidden_sockets[i].ends_with('/') ? tmpfs(paths[i], 0755, sealed, 4096)
+                                                      : bind("/dev/null", paths[i], sealed);
+    s.dest_is_file = s.op == Op::bind;
+    s.cover = true;
+    out.push_back(std::move(s));
+  }
+}
+
 }  // namespace
 
 Result<LaunchPlan> make_plan(const Policy& p, const HostFacts& host) {
@@ -219,6 +269,7 @@ Result<LaunchPlan> make_plan(const Policy& p, const HostFacts& host) {
   // were a third of prepare(). The presets expand to a few dozen steps.
   plan.mounts.reserve(p.mounts.size() + 32);
   for_each_mount(p, [&](const MountOp& m) { expand(plan.mounts, m, plan.proc, "/tmp", user_ns); });
+  hide_sockets(plan.mounts, p);
 
   plan.reaper = p.ns.pid && !p.as_pid_1;
   plan.chdir_required = !p.chdir.empty();
@@ -233,12 +284,14 @@ std::string describe(const MountStep& s) {
   };
   switch (s.op) {
     case Op::bind:
+      if (s.cover) return with_attrs(fmt::format("bind {} -> {} (cover, if present)", s.source, s.dest));
       if (s.source_fd >= 0) return with_attrs(fmt::format("bind fd {} -> {}", s.source_fd, s.dest));
       return with_attrs(fmt::format("bind {}{} -> {}{}", s.source_in_root ? "(new root) " : "", s.source, s.dest,
                                     s.optional ? " (if present)" : ""));
     case Op::tmpfs:
-      return with_attrs(fmt::format("tmpfs {} mode={:04o}{}", s.dest, s.mode,
-                                    s.size ? fmt::format(" size={}", s.size) : std::string()));
+      return with_attrs(fmt::format("tmpfs {} mode={:04o}{}{}", s.dest, s.mode,
+                                    s.size ? fmt::format(" size={}", s.size) : std::string(),
+                                    s.cover ? " (cover, if present)" : ""));
     case Op::proc: return with_attrs(fmt::format("proc {} (fresh, this PID namespace)", s.dest));
     case Op::devpts: return with_attrs(fmt::format("devpts {} {}", s.dest, s.options));
     case Op::mqueue: return with_attrs(fmt::format("mqueue {}", s.dest));

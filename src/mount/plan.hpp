@@ -52,6 +52,8 @@ struct MountStep {
   std::vector<std::string> layers; // overlay: host directories, uppermost first
   std::string workdir;             // overlay: host work directory beside the upper `source`
   bool private_upper = false;      // overlay: upper and work on a private tmpfs (writes vanish)
+  bool cover = false;              // a cover over an existing path (a hidden socket): never made; skipped when
+                                   // the path is gone or out of the sandbox's reach (EACCES)
 
   bool operator==(const MountStep&) const = default;
 };

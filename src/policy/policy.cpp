@@ -35,6 +35,10 @@ constexpr Names<SeccompMode, 3> seccomp_names{{
     {SeccompMode::none, "none"},
     {SeccompMode::log, "log"},
 }};
+constexpr Names<UnixSockets, 2> unix_sockets_names{{
+    {UnixSockets::hide_known, "hide-known"},
+    {UnixSockets::none, "none"},
+}};
 constexpr Names<MountOp::Kind, 18> mount_kind_names{{
     {MountOp::Kind::bind, "bind"},
     {MountOp::Kind::ro_bind, "ro-bind"},
@@ -82,6 +86,7 @@ std::string_view name(ProcMode v) { return lookup(proc_names, v); }
 std::string_view name(Backend v) { return lookup(backend_names, v); }
 std::string_view name(Network v) { return lookup(network_names, v); }
 std::string_view name(SeccompMode v) { return lookup(seccomp_names, v); }
+std::string_view name(UnixSockets v) { return lookup(unix_sockets_names, v); }
 std::string_view name(MountOp::Kind v) { return lookup(mount_kind_names, v); }
 std::string_view name(EnvOp::Kind v) { return lookup(env_kind_names, v); }
 
@@ -90,6 +95,7 @@ std::optional<ProcMode> parse_proc_mode(std::string_view s) { return lookup(proc
 std::optional<Backend> parse_backend(std::string_view s) { return lookup(backend_names, s); }
 std::optional<Network> parse_network(std::string_view s) { return lookup(network_names, s); }
 std::optional<SeccompMode> parse_seccomp_mode(std::string_view s) { return lookup(seccomp_names, s); }
+std::optional<UnixSockets> parse_unix_sockets(std::string_view s) { return lookup(unix_sockets_names, s); }
 std::optional<MountOp::Kind> parse_mount_kind(std::string_view s) { return lookup(mount_kind_names, s); }
 std::optional<EnvOp::Kind> parse_env_kind(std::string_view s) { return lookup(env_kind_names, s); }
 

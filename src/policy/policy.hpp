@@ -18,6 +18,10 @@ enum class ProcMode { automatic, fresh, host_bind, none };
 enum class Backend { automatic, namespaces, landlock };
 enum class Network { share, none };
 enum class SeccompMode { standard, none, log };
+// Host pathname sockets (issue 10, item 6): `hide_known` covers the
+// well-known ones (Policy::hidden_sockets); `none` refuses every AF_UNIX
+// socket() (socketpair stays), so no pathname socket is reached or made.
+enum class UnixSockets { hide_known, none };
 
 // One filesystem operation, in the order given. Paths are absolute; `dest` is
 // a path inside the sandbox, `source` a path on the host.
@@ -101,6 +105,13 @@ struct Policy {
   Backend backend = Backend::automatic;
   Network network = Network::share;
   SeccompMode seccomp = SeccompMode::standard;
+  UnixSockets unix_sockets = UnixSockets::hide_known;
+  // The well-known host sockets to hide, resolved by the front end from the
+  // host and the caller's environment (src/policy/sockets.hpp): absolute,
+  // canonical paths of those that exist, minus `allow_sockets`. A path
+  // ending in '/' is a directory, covered whole.
+  std::vector<std::string> hidden_sockets;
+  std::vector<std::string> allow_sockets;  // --allow-socket PATH
   bool allow_nested_userns = false;
   std::vector<int> seccomp_fds;        // extra compiled BPF programs (bwrap --seccomp)
   std::vector<std::string> cap_add;    // capabilities kept inside (bwrap --cap-add)
@@ -143,6 +154,7 @@ std::string_view name(ProcMode);
 std::string_view name(Backend);
 std::string_view name(Network);
 std::string_view name(SeccompMode);
+std::string_view name(UnixSockets);
 std::string_view name(MountOp::Kind);
 std::string_view name(EnvOp::Kind);
 
@@ -151,6 +163,7 @@ std::optional<ProcMode> parse_proc_mode(std::string_view);
 std::optional<Backend> parse_backend(std::string_view);
 std::optional<Network> parse_network(std::string_view);
 std::optional<SeccompMode> parse_seccomp_mode(std::string_view);
+std::optional<UnixSockets> parse_unix_sockets(std::string_view);
 std::optional<MountOp::Kind> parse_mount_kind(std::string_view);
 std::optional<EnvOp::Kind> parse_env_kind(std::string_view);
 

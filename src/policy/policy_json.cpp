@@ -286,6 +286,9 @@ const Readers<Policy>& policy_readers() {
       {"network", enum_into(&Policy::network, parse_network)},
       {"seccomp", enum_into(&Policy::seccomp, parse_seccomp_mode)},
       {"allow_nested_userns", bool_into(&Policy::allow_nested_userns)},
+      {"unix_sockets", enum_into(&Policy::unix_sockets, parse_unix_sockets)},
+      {"hidden_sockets", strings_into(&Policy::hidden_sockets)},
+      {"allow_sockets", strings_into(&Policy::allow_sockets)},
       {"cap_add", strings_into(&Policy::cap_add)},
       {"clearenv", bool_into(&Policy::clearenv)},
       {"env", list_into<EnvOp>(&Policy::env, env_from_json)},
@@ -344,6 +347,9 @@ json::Value to_json(const Policy& p) {
   out.set("network", name(p.network));
   out.set("seccomp", name(p.seccomp));
   out.set("allow_nested_userns", p.allow_nested_userns);
+  out.set("unix_sockets", name(p.unix_sockets));
+  out.set("hidden_sockets", strings(p.hidden_sockets));
+  out.set("allow_sockets", strings(p.allow_sockets));
   out.set("cap_add", strings(p.cap_add));
   out.set("clearenv", p.clearenv);
   Value env = Value::array();

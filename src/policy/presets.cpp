@@ -1,5 +1,7 @@
 #include "policy/presets.hpp"
 
+#include <algorithm>
+
 namespace nsrun {
 
 MountOp mount_op(MountOp::Kind kind, std::string source, std::string dest) {
@@ -14,22 +16,56 @@ namespace {
 constexpr auto op = mount_op;
 }  // namespace
 
+bool contains_private_mounts(std::string_view root) { return root == "/"; }
+
 std::vector<MountOp> preset_mounts(const Policy& policy) {
   using K = MountOp::Kind;
   std::vector<MountOp> out;
   if (!policy.preset || policy.mode == Mode::full_access) return out;
 
+  const bool writing = policy.mode == Mode::workspace_write;
   out.push_back(op(K::ro_bind, "/", "/"));
+  // A writable root that contains the private /dev, /proc and /tmp (only
+  // `/`: validate() refuses a path that resolves to it by another name) is
+  // bound before them. Its bind is recursive, so it brings the host's /proc,
+  // /dev and /tmp along; bound after them it covered them, and the command
+  // saw every host process and, as root, wrote host sysctls in /proc/sys.
+  bool whole_host = false;
+  if (writing) {
+    whole_host = contains_private_mounts(policy.workspace) ||
+                 std::any_of(policy.writable.begin(), policy.writable.end(),
+                             [](const std::string& d) { return contains_private_mounts(d); });
+  }
+  if (whole_host) {
+    out.push_back(op(K::bind, "/", "/"));
+    // The host's sysfs came along writable too: as root (uid 0 mapped to
+    // the host's 0) its files are the owner's to write, and cgroupfs below
+    // it moves processes and limits. Kernel knobs are not host files the
+    // user asked to write; the sandbox keeps them read-only.
+    MountOp sys = op(K::ro_bind, "/sys", "/sys");
+    sys.optional = true;
+    out.push_back(std::move(sys));
+    // Without a procfs of its own (--proc none) the host's stays what it is
+    // under the read-only root: read-only, not writable sysctls.
+    if (policy.proc == ProcMode::none) {
+      MountOp proc = op(K::ro_bind, "/proc", "/proc");
+      proc.optional = true;
+      out.push_back(std::move(proc));
+    }
+  }
   out.push_back(op(K::dev, "", "/dev"));
   if (policy.proc != ProcMode::none) out.push_back(op(K::proc, "", "/proc"));
   out.push_back(op(K::tmpfs, "", "/tmp"));
-  // The writable roots come after the private /tmp so that a workspace under
-  // /tmp is not hidden by it. In read-only mode the workspace is bound again,
-  // read-only, for the same reason.
-  if (policy.mode == Mode::workspace_write) {
-    out.push_back(op(K::bind, policy.workspace, policy.workspace));
-    for (const auto& dir : policy.writable) out.push_back(op(K::bind, dir, dir));
-  } else if (!policy.workspace.empty()) {
+  // The other writable roots come after the private /tmp so that a
+  // workspace under /tmp is not hidden by it. In read-only mode the
+  // workspace is bound again, read-only, for the same reason (never `/`:
+  // the root bind above is that already, and a second one would cover the
+  // private mounts).
+  if (writing) {
+    if (!contains_private_mounts(policy.workspace)) out.push_back(op(K::bind, policy.workspace, policy.workspace));
+    for (const auto& dir : policy.writable)
+      if (!contains_private_mounts(dir)) out.push_back(op(K::bind, dir, dir));
+  } else if (!policy.workspace.empty() && !contains_private_mounts(policy.workspace)) {
     out.push_back(op(K::ro_bind, policy.workspace, policy.workspace));
   }
   return out;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "policy/policy.hpp"
@@ -10,6 +11,11 @@ namespace nsrun {
 
 // One operation, the way presets and tests write them.
 MountOp mount_op(MountOp::Kind kind, std::string source, std::string dest);
+
+// Whether a writable root contains the private /dev, /proc and /tmp, so the
+// preset binds it before them: `/` only (validate() refuses other names that
+// resolve to an ancestor of them).
+bool contains_private_mounts(std::string_view root);
 
 // The preset's operations for `policy.mode`, without the policy's own mounts.
 std::vector<MountOp> preset_mounts(const Policy& policy);

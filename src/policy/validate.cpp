@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include <climits>
+#include <cstdlib>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -36,6 +38,49 @@ Result<void> existing(std::string_view option, const std::string& path) {
   struct stat st{};
   if (::stat(path.c_str(), &st) != 0) return fail(bad(option, path, std::strerror(errno)));
   return {};
+}
+
+bool under(std::string_view path, std::string_view dir) {
+  return path == dir || (path.starts_with(dir) && path.size() > dir.size() && path[dir.size()] == '/');
+}
+
+// The workspace and the writable roots against the sandbox's own /dev, /proc
+// and /sys (issue 10, item 3). The preset orders a root of `/` before the
+// private mounts, by name; a path that resolves to `/` by another name (a
+// symlink, `/.`) would be bound after them and cover them, so it is refused.
+// A root inside /proc or /sys, or /dev itself, would bring the host's back
+// over the private ones (the host's processes, writable sysctls as root):
+// `--proc host-bind` is the way to the host's /proc.
+Result<void> outside_private_mounts(std::string_view option, const std::string& path) {
+  char real[PATH_MAX];
+  if (::realpath(path.c_str(), real) == nullptr) return fail(bad(option, path, std::strerror(errno)));
+  const std::string_view r(real);
+  if (r == "/" && path != "/")
+    return fail(bad(option, path, "resolves to / (name / itself to mean the whole host)"));
+  for (std::string_view dir : {"/proc", "/sys"})
+    if (under(r, dir))
+      return fail(bad(option, path, fmt::format("inside {}, which the sandbox keeps its own", dir)));
+  if (r == "/dev") return fail(bad(option, path, "is /dev, which the sandbox keeps its own"));
+  return {};
+}
+
+// The components of a path inside the sandbox: whether one is "..", and
+// whether all are empty or "." (the path names the root).
+struct Components {
+  bool dot_dot = false;
+  bool root = true;
+};
+Components components(std::string_view path) {
+  Components c;
+  while (!path.empty()) {
+    const std::size_t slash = path.find('/');
+    const std::string_view part = path.substr(0, slash);
+    if (part == "..") c.dot_dot = true;
+    else if (!part.empty() && part != ".") c.root = false;
+    if (slash == std::string_view::npos) break;
+    path.remove_prefix(slash + 1);
+  }
+  return c;
 }
 
 bool binds(MountOp::Kind k) {
@@ -98,13 +143,31 @@ Result<void> validate(const Policy& p, bool need_command) {
 
   if (p.mode != Mode::full_access && p.preset) {
     if (auto r = existing_dir("--workspace", p.workspace); !r) return r;
+    if (auto r = outside_private_mounts("--workspace", p.workspace); !r) return r;
   }
-  for (const auto& dir : p.writable)
+  for (const auto& dir : p.writable) {
     if (auto r = existing_dir("--writable", dir); !r) return r;
+    if (auto r = outside_private_mounts("--writable", dir); !r) return r;
+  }
 
   for (const auto& m : p.mounts) {
     const std::string option = option_of(m.kind);
     if (auto r = absolute(option, m.dest); !r) return r;
+    // With the preset, the policy's own mounts follow the private /dev,
+    // /proc and /tmp; a bind or overlay on / would cover them all again
+    // (issue 10, item 3). Without it (bwrap's dialect) the order is the
+    // caller's, as in bwrap.
+    const bool layered = binds(m.kind) || m.kind == MountOp::Kind::overlay || m.kind == MountOp::Kind::tmp_overlay ||
+                         m.kind == MountOp::Kind::ro_overlay;
+    if (p.preset && p.mode != Mode::full_access) {
+      // ".." is resolved in the new root, through its symlinks (/var/run/..
+      // is /): no lexical check could say where it lands.
+      const Components c = components(m.dest);
+      if (c.dot_dot) return fail(bad(option, m.dest, "a '..' component (name the destination plainly)"));
+      if (layered && c.root)
+        return fail(bad(option, m.dest, "would cover the sandbox's own /proc, /dev and /tmp (use --writable / for "
+                                        "a writable host)"));
+    }
     if (binds(m.kind) && !m.optional && !m.source_fd)
       if (auto r = existing(option, m.source); !r) return r;
     if (binds(m.kind) && m.optional)
@@ -126,6 +189,11 @@ Result<void> validate(const Policy& p, bool need_command) {
     if (m.perms && *m.perms > 07777)
       return fail(bad("--perms", m.dest, fmt::format("mode {:o} out of range", *m.perms)));
   }
+
+  for (const auto& s : p.hidden_sockets)
+    if (auto r = absolute("hidden_sockets", s); !r) return r;
+  for (const auto& s : p.allow_sockets)
+    if (auto r = absolute("--allow-socket", s); !r) return r;
 
   if (!p.chdir.empty())
     if (auto r = absolute("--chdir", p.chdir); !r) return r;

@@ -122,6 +122,8 @@ FilterKey filter_key(const Policy& policy, FilterRung rung) {
   key.nested_userns = policy.allow_nested_userns;
   key.deny_inet = policy.network == Network::none && rung == FilterRung::landlock;
   key.landlock = rung == FilterRung::landlock;
+  key.deny_unix = policy.unix_sockets == UnixSockets::none ||
+                  (rung == FilterRung::landlock && !policy.hidden_sockets.empty());
   return key;
 }
 
@@ -131,7 +133,7 @@ FilterSpec filter_spec(const Policy& policy, FilterRung rung) { return filter_sp
 
 FilterSpec filter_spec(const FilterKey& key) {
   FilterSpec spec;
-  if (!key.enabled && !key.landlock) return spec;
+  if (!key.enabled && !key.landlock && !key.deny_unix) return spec;
   spec.enabled = true;
   spec.log = key.enabled && key.log;
   auto& r = spec.rules;
@@ -147,6 +149,18 @@ FilterSpec filter_spec(const FilterKey& key) {
     for (auto name : {"io_uring_setup", "io_uring_enter", "io_uring_register"})
       add_always(r, name, "io_uring: operations that bypass seccomp (setxattr among them)");
     if (key.deny_inet) add_deny_inet(r);
+  }
+  if (key.deny_unix) {
+    // A pathname socket is reached by connect() on a path the filter cannot
+    // read, and Landlock (up to ABI 7) has no right for it: the one
+    // decision a filter can make is the family. socketpair(2) is another
+    // call and stays: pipes between the command's own processes. Abstract
+    // sockets and sockets in the private /tmp go too (the price). A
+    // promise, so refused whatever --seccomp says (and an i386 socketcall
+    // would walk around it).
+    spec.foreign_abi_always = true;
+    r.push_back(Rule{"socket", EACCES, low32_equals(0, AF_UNIX),
+                     "AF_UNIX: host pathname sockets (--unix-sockets none, or hidden ones on the Landlock rung)", true});
   }
   if (!key.enabled) return spec;
 

@@ -67,17 +67,20 @@ struct FilterKey {
   // With deny_inet, these are the rung's promise: loaded whatever
   // --seccomp says.
   bool landlock = false;
+  bool deny_unix = false;      // --unix-sockets none, or host sockets to hide on the Landlock rung
 
-  // 0..31 over (log, nested_userns, deny_inet, landlock, !enabled); the
-  // precompiled table's order.
+  // 0..63 over (log, nested_userns, deny_inet, landlock, !enabled,
+  // deny_unix); the precompiled table's order.
   unsigned index() const {
     return (log ? 1u : 0u) | (nested_userns ? 2u : 0u) | (deny_inet ? 4u : 0u) | (landlock ? 8u : 0u) |
-           (enabled ? 0u : 16u);
+           (enabled ? 0u : 16u) | (deny_unix ? 32u : 0u);
   }
   static FilterKey from_index(unsigned i) {
-    return FilterKey{(i & 16) == 0, (i & 1) != 0, (i & 2) != 0, (i & 4) != 0, (i & 8) != 0};
+    return FilterKey{(i & 16) == 0, (i & 1) != 0, (i & 2) != 0, (i & 4) != 0, (i & 8) != 0, (i & 32) != 0};
   }
-  static constexpr unsigned variants = 32;
+  static constexpr unsigned variants = 64;
+
+  bool operator==(const FilterKey&) const = default;
 };
 
 // What the Landlock rung's filter refuses everywhere because neither

@@ -204,3 +204,25 @@ TEST_CASE("the parent pid of a /proc/<pid>/stat line", "[unit][landlock]") {
   CHECK(parent_in_stat("86 (x) S -3 1") == -1);
   CHECK(parent_in_stat("87 (x)  S 1 1") == -1);
 }
+
+TEST_CASE("a writable / is refused: no private /proc, /dev or /sys to keep out of it", "[unit][landlock]") {
+  Policy p = workspace_policy();
+  p.workspace = "/";
+  CHECK(cannot_express(p).starts_with("a writable /"));
+  p = workspace_policy();
+  p.writable = {"/"};
+  CHECK(cannot_express(p).starts_with("a writable /"));
+  p.mode = Mode::read_only;
+  p.writable = {};
+  p.workspace = "/";
+  CHECK(cannot_express(p).empty());
+}
+
+TEST_CASE("a writable / from the mount list (bwrap's --bind / /) is refused too", "[unit][landlock]") {
+  Policy p;
+  p.preset = false;
+  p.mounts = {op(MountOp::Kind::bind, "/", "/"), op(MountOp::Kind::proc, "", "/proc"), op(MountOp::Kind::dev, "", "/dev")};
+  CHECK(cannot_express(p).starts_with("a writable /"));
+  p.mounts[0] = op(MountOp::Kind::ro_bind, "/", "/");
+  CHECK(cannot_express(p).empty());
+}

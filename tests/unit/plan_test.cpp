@@ -151,3 +151,60 @@ TEST_CASE("exec candidates follow execvp's PATH rules") {
   CHECK(exec_candidates("sh", "/a::/b") == std::vector<std::string>{"/a/sh", "./sh", "/b/sh"});
   CHECK(exec_candidates("sh", nullptr).front() == "/usr/local/bin/sh");
 }
+
+TEST_CASE("a writable /: the private /dev, /proc, /tmp come after its bind, /sys read-only between") {
+  Policy p = workspace_policy();
+  p.writable = {"/"};
+  auto plan = make_plan(p, host());
+  REQUIRE(plan);
+  const auto& m = plan->mounts;
+  std::size_t root_rw = m.size();
+  for (std::size_t i = 0; i < m.size(); ++i)
+    if (m[i].op == Op::bind && m[i].dest == "/" && (m[i].attrs & attr::rdonly) == 0) root_rw = i;
+  REQUIRE(root_rw < m.size());
+  const auto sys = index_of(*plan, Op::bind, "/sys");
+  REQUIRE(sys < m.size());
+  CHECK((m[sys].attrs & attr::rdonly) != 0);
+  CHECK(m[sys].optional);
+  CHECK(root_rw < sys);
+  CHECK(sys < index_of(*plan, Op::tmpfs, "/dev"));
+  CHECK(root_rw < index_of(*plan, Op::proc, "/proc"));
+  CHECK(root_rw < index_of(*plan, Op::tmpfs, "/tmp"));
+  // /proc/sys is made read-only after the fresh procfs, not before it.
+  CHECK(index_of(*plan, Op::proc, "/proc") < index_of(*plan, Op::bind, "/proc/sys"));
+}
+
+// Issue 10, item 6: hidden host sockets are covered last, where the host's
+// is what the sandbox shows.
+TEST_CASE("hidden sockets: /dev/null over a socket, a tmpfs over a directory, after every other mount") {
+  Policy p = workspace_policy();
+  p.hidden_sockets = {"/run/docker.sock", "/run/user/1000/gnupg/", "/tmp/.X11-unix/", "/home/u/ws/app.sock"};
+  p.mounts.push_back(mount_op(MountOp::Kind::ro_bind, "/run", "/run"));
+  auto plan = make_plan(p, host());
+  REQUIRE(plan);
+  const auto& m = plan->mounts;
+  const auto docker = index_of(*plan, Op::bind, "/run/docker.sock");
+  const auto gnupg = index_of(*plan, Op::tmpfs, "/run/user/1000/gnupg");
+  const auto app = index_of(*plan, Op::bind, "/home/u/ws/app.sock");
+  REQUIRE(docker < m.size());
+  REQUIRE(gnupg < m.size());
+  REQUIRE(app < m.size());
+  CHECK(m[docker].source == "/dev/null");
+  CHECK(m[docker].dest_is_file);
+  CHECK(m[docker].cover);  // never made, skipped when gone or out of reach
+  CHECK(m[gnupg].cover);
+  CHECK((m[docker].attrs & (attr::rdonly | attr::nodev)) == (attr::rdonly | attr::nodev));
+  CHECK((m[gnupg].attrs & attr::rdonly) != 0);
+  // After the --ro /run that would otherwise bring the host's back.
+  CHECK(index_of(*plan, Op::bind, "/run") < docker);
+  CHECK(m.size() - 3 <= std::min({docker, gnupg, app}));
+  // Under the private /tmp the X11 directory is not the host's: nothing to cover.
+  CHECK(index_of(*plan, Op::tmpfs, "/tmp/.X11-unix") == m.size());
+
+  // A workspace of /tmp shows the host's /tmp: then it is covered.
+  p.mounts.clear();
+  p.workspace = "/tmp";
+  auto in_tmp = make_plan(p, host());
+  REQUIRE(in_tmp);
+  CHECK(index_of(*in_tmp, Op::tmpfs, "/tmp/.X11-unix") < in_tmp->mounts.size());
+}

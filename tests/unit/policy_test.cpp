@@ -240,3 +240,219 @@ TEST_CASE("front end resolves the host backend from option, variable, marker") {
   c.lakebox_marker = true;
   CHECK(parse({"true"}, c)->policy.host_backend == "lakebox");
 }
+
+// Issue 10, item 3: a writable `/` must not cover the private /dev, /proc
+// and /tmp (its bind is recursive and brings the host's along).
+TEST_CASE("a writable / is bound before the private /dev, /proc and /tmp, with /sys read-only") {
+  for (int variant = 0; variant < 2; ++variant) {
+    Policy p;
+    p.workspace = variant == 0 ? "/" : "/work/ws";
+    if (variant == 1) p.writable = {"/cache", "/"};
+    auto m = preset_mounts(p);
+    REQUIRE(m.size() >= 6);
+    CHECK((m[0].kind == K::ro_bind && m[0].dest == "/"));
+    CHECK((m[1].kind == K::bind && m[1].source == "/" && m[1].dest == "/"));
+    CHECK((m[2].kind == K::ro_bind && m[2].source == "/sys" && m[2].dest == "/sys" && m[2].optional));
+    CHECK(m[3].kind == K::dev);
+    CHECK(m[4].kind == K::proc);
+    CHECK((m[5].kind == K::tmpfs && m[5].dest == "/tmp"));
+    // `/` is bound once, and never after the private mounts.
+    std::size_t roots = 0;
+    for (std::size_t i = 0; i < m.size(); ++i)
+      if (m[i].kind == K::bind && m[i].dest == "/") {
+        ++roots;
+        CHECK(i == 1);
+      }
+    CHECK(roots == 1);
+    if (variant == 1) {
+      REQUIRE(m.size() == 8);
+      CHECK((m[6].kind == K::bind && m[6].dest == "/work/ws"));
+      CHECK((m[7].kind == K::bind && m[7].dest == "/cache"));
+    }
+  }
+}
+
+TEST_CASE("a writable / with --proc none keeps the host's /proc read-only, as under the read-only root") {
+  Policy p;
+  p.workspace = "/";
+  p.proc = ProcMode::none;
+  auto m = preset_mounts(p);
+  REQUIRE(m.size() == 6);
+  CHECK((m[1].kind == K::bind && m[1].dest == "/"));
+  CHECK((m[3].kind == K::ro_bind && m[3].source == "/proc" && m[3].dest == "/proc" && m[3].optional));
+  for (const auto& op : m) CHECK(op.kind != K::proc);
+}
+
+TEST_CASE("read-only mode from / does not bind / again over the private mounts") {
+  Policy p;
+  p.mode = Mode::read_only;
+  p.workspace = "/";
+  auto m = preset_mounts(p);
+  REQUIRE(m.size() == 4);
+  CHECK(m.back().kind == K::tmpfs);
+}
+
+TEST_CASE("started from /, workspace-write needs --workspace or --writable / said outright") {
+  CallerContext root = ctx();
+  root.cwd = "/";
+  auto implicit = parse({"--", "true"}, root);
+  REQUIRE_FALSE(implicit);
+  CHECK(implicit.error().kind == ErrorKind::usage);
+  CHECK(implicit.error().message().starts_with("--workspace: the current directory is /"));
+  CHECK(parse({"--mode", "read-only", "--", "true"}, root));
+  CHECK(parse({"--mode", "full-access", "--", "true"}, root));
+  auto named = parse({"--writable", "/", "--", "true"}, root);
+  REQUIRE(named);
+  CHECK(named->policy.workspace == "/");
+  CHECK(parse({"--workspace", "/", "--", "true"}, root));
+  CHECK(parse({"--workspace", "/tmp", "--", "true"}, root));
+}
+
+TEST_CASE("validation: no writable root resolves to / by another name, or reaches into /proc, /sys, /dev") {
+  Policy p;
+  p.workspace = "/tmp";
+  p.argv = {"true"};
+  for (const char* path : {"/.", "//", "/tmp/..", "/proc", "/proc/sys", "/sys", "/sys/fs", "/dev"}) {
+    p.writable = {path};
+    auto r = validate(p, true);
+    INFO(path);
+    REQUIRE_FALSE(r);
+    CHECK(r.error().step == "--writable");
+    CHECK(r.error().kind == ErrorKind::usage);
+  }
+  p.writable = {"/"};
+  CHECK(validate(p, true));
+  p.writable = {};
+  p.workspace = "/proc";
+  auto ws = validate(p, true);
+  REQUIRE_FALSE(ws);
+  CHECK(ws.error().message() == "--workspace /proc: inside /proc, which the sandbox keeps its own");
+}
+
+// Issue 10, item 6: the well-known sockets, from a given environment.
+namespace {
+bool has_path(const std::vector<KnownSocket>& list, std::string_view path, bool dir) {
+  return std::any_of(list.begin(), list.end(), [&](const KnownSocket& s) { return s.path == path && s.dir == dir; });
+}
+
+// A host with these paths (canonical; /var/run is a symlink to /run).
+std::optional<FoundPath> fake_host(const std::string& path) {
+  static const std::vector<std::pair<std::string, bool>> present = {
+      {"/run/docker.sock", false},       {"/run/dbus/system_bus_socket", false}, {"/run/user/1000/bus", false},
+      {"/run/user/1000/gnupg", true},    {"/home/u/.gnupg/S.gpg-agent", false},   {"/tmp/ssh-x/agent.1", false},
+      {"/run/user/1000/wayland-0", false}, {"/tmp/.X11-unix", true},
+  };
+  std::string p = path;
+  if (p.starts_with("/var/run/")) p = "/run/" + p.substr(9);
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  for (const auto& [q, dir] : present)
+    if (q == p) return FoundPath{q, dir};
+  return std::nullopt;
+}
+}  // namespace
+
+TEST_CASE("the well-known host sockets, from the caller's environment") {
+  auto bare = well_known_sockets(SocketEnv{});
+  CHECK(has_path(bare, "/run/docker.sock", false));
+  CHECK(has_path(bare, "/var/run/docker.sock", false));
+  CHECK(has_path(bare, "/run/podman/podman.sock", false));
+  CHECK(has_path(bare, "/run/containerd/containerd.sock", false));
+  CHECK(has_path(bare, "/run/dbus/system_bus_socket", false));
+  CHECK(has_path(bare, "/tmp/.X11-unix", true));
+  for (const auto& s : bare) CHECK(s.path.starts_with("/"));
+
+  auto env = well_known_sockets(SocketEnv{"/run/user/1000/", "/tmp/ssh-x/agent.1", "/home/u"});
+  CHECK(has_path(env, "/run/user/1000/bus", false));
+  CHECK(has_path(env, "/run/user/1000/podman/podman.sock", false));
+  CHECK(has_path(env, "/run/user/1000/gnupg", true));
+  CHECK(has_path(env, "/run/user/1000/wayland-0", false));
+  CHECK(has_path(env, "/tmp/ssh-x/agent.1", false));
+  CHECK(has_path(env, "/home/u/.gnupg/S.gpg-agent", false));
+  CHECK(has_path(env, "/home/u/.gnupg/S.gpg-agent.ssh", false));
+  // Relative or empty variables name nothing.
+  auto relative = well_known_sockets(SocketEnv{"run/user", "agent.sock", ""});
+  CHECK(relative.size() == bare.size());
+}
+
+TEST_CASE("sockets to hide: those that exist, canonical, once, minus --allow-socket") {
+  auto candidates = well_known_sockets(SocketEnv{"/run/user/1000", "/tmp/ssh-x/agent.1", "/home/u"});
+  auto hidden = sockets_to_hide(candidates, {}, {}, fake_host);
+  const std::vector<std::string> want = {"/run/docker.sock",   "/run/dbus/system_bus_socket", "/tmp/.X11-unix/",
+                                         "/run/user/1000/bus", "/run/user/1000/gnupg/",       "/run/user/1000/wayland-0",
+                                         "/tmp/ssh-x/agent.1", "/home/u/.gnupg/S.gpg-agent"};
+  CHECK(hidden == want);
+  // --allow-socket takes one out, by any name of it; a policy file's own stay.
+  auto allowed = sockets_to_hide(candidates, {"/srv/app.sock"}, {"/var/run/docker.sock", "/run/user/1000/gnupg/"},
+                                 fake_host);
+  CHECK(allowed.front() == "/srv/app.sock");
+  CHECK(std::find(allowed.begin(), allowed.end(), "/run/docker.sock") == allowed.end());
+  CHECK(std::find(allowed.begin(), allowed.end(), "/run/user/1000/gnupg/") == allowed.end());
+  CHECK(allowed.size() == want.size() - 2 + 1);
+  // A candidate of the wrong kind (a directory where a socket was expected) is not one.
+  auto wrong = sockets_to_hide({KnownSocket{"/tmp/.X11-unix", false, "x"}}, {}, {}, fake_host);
+  CHECK(wrong.empty());
+}
+
+TEST_CASE("the front end records the sockets to hide; --unix-sockets and --allow-socket") {
+  CallerContext c = ctx();
+  c.socket_env = SocketEnv{"/run/user/1000", "/tmp/ssh-x/agent.1", "/home/u"};
+  c.lookup = fake_host;
+  auto inv = parse({"--allow-socket", "/tmp/ssh-x/agent.1", "--", "true"}, c);
+  REQUIRE(inv);
+  CHECK(inv->policy.unix_sockets == UnixSockets::hide_known);
+  CHECK(inv->policy.allow_sockets == std::vector<std::string>{"/tmp/ssh-x/agent.1"});
+  CHECK(inv->policy.hidden_sockets.size() == 7);
+  CHECK(std::find(inv->policy.hidden_sockets.begin(), inv->policy.hidden_sockets.end(), "/tmp/ssh-x/agent.1") ==
+        inv->policy.hidden_sockets.end());
+  auto none = parse({"--unix-sockets", "none", "--", "true"}, c);
+  REQUIRE(none);
+  CHECK(none->policy.unix_sockets == UnixSockets::none);
+  auto bad = parse({"--unix-sockets", "some", "--", "true"}, c);
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().step == "--unix-sockets");
+  auto full = parse({"--mode", "full-access", "--", "true"}, c);
+  REQUIRE(full);
+  CHECK(full->policy.hidden_sockets.empty());
+  // Without a way to ask the host (the other tests' context), nothing exists.
+  CHECK(parse({"--", "true"})->policy.hidden_sockets.empty());
+}
+
+TEST_CASE("policy JSON carries the socket settings") {
+  Policy p;
+  p.unix_sockets = UnixSockets::none;
+  p.hidden_sockets = {"/run/docker.sock", "/run/user/1000/gnupg/"};
+  p.allow_sockets = {"/run/user/1000/bus"};
+  auto back = from_json(to_json(p));
+  REQUIRE(back);
+  CHECK(*back == p);
+  auto doc = json::parse(R"({"unix_sockets": "hide-known"})");
+  REQUIRE(doc);
+  CHECK(from_json(*doc)->unix_sockets == UnixSockets::hide_known);
+  auto wrong = json::parse(R"({"unix_sockets": "all"})");
+  REQUIRE(wrong);
+  CHECK_FALSE(from_json(*wrong));
+}
+
+TEST_CASE("validation: with the preset, no policy mount binds over / (it would cover /proc, /dev, /tmp)") {
+  Policy p;
+  p.workspace = "/tmp";
+  p.argv = {"true"};
+  for (const char* dest : {"/", "/.", "//"}) {
+    p.mounts = {mount_op(K::ro_bind, "/", dest)};
+    auto r = validate(p, true);
+    INFO(dest);
+    REQUIRE_FALSE(r);
+    CHECK(r.error().message().find("would cover the sandbox's own /proc, /dev and /tmp") != std::string::npos);
+  }
+  // Where ".." lands depends on symlinks in the new root (/var/run/.. is /).
+  p.mounts = {mount_op(K::ro_bind, "/", "/var/run/..")};
+  auto dots = validate(p, true);
+  REQUIRE_FALSE(dots);
+  CHECK(dots.error().message() == "--ro-bind /var/run/..: a '..' component (name the destination plainly)");
+  p.mounts = {mount_op(K::ro_bind, "/", "/...")};
+  CHECK_FALSE(validate(p, true).error().message().find("would cover") != std::string::npos);
+  // bwrap's dialect keeps bwrap's order: the caller's.
+  p.preset = false;
+  p.mounts = {mount_op(K::bind, "/", "/"), mount_op(K::proc, "", "/proc")};
+  CHECK(validate(p, true));
+}

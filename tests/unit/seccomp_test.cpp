@@ -367,3 +367,32 @@ TEST_CASE("the Landlock rung's rules refuse in log mode and with --seccomp none,
     CHECK(run_bpf(*program, i386_chmod) == errno_action(EPERM));
   }
 }
+
+// Issue 10, item 6: AF_UNIX sockets refused for --unix-sockets none on both
+// rungs, and on the Landlock rung whenever a host socket is to be hidden
+// (Landlock cannot stop connect() to a path); socketpair always stays.
+TEST_CASE("--unix-sockets none and hidden sockets on the Landlock rung refuse AF_UNIX, not socketpair",
+          "[seccomp][unit][bpf]") {
+  Policy p = standard();
+  CHECK_FALSE(filter_key(p, FilterRung::namespaces).deny_unix);
+  CHECK_FALSE(filter_key(p, FilterRung::landlock).deny_unix);
+  p.hidden_sockets = {"/run/docker.sock"};
+  CHECK_FALSE(filter_key(p, FilterRung::namespaces).deny_unix);  // covered by a mount there
+  CHECK(filter_key(p, FilterRung::landlock).deny_unix);
+  p.hidden_sockets.clear();
+  p.unix_sockets = UnixSockets::none;
+  for (FilterRung rung : {FilterRung::namespaces, FilterRung::landlock}) {
+    CHECK(filter_key(p, rung).deny_unix);
+    FilterSpec spec = filter_spec(p, rung);
+    CHECK(decide(spec, "socket", {AF_UNIX, SOCK_STREAM}) == EACCES);
+    CHECK(decide(spec, "socket", {(1ULL << 32) | AF_UNIX, SOCK_STREAM}) == EACCES);  // the kernel reads an int
+    CHECK(decide(spec, "socketpair", {AF_UNIX, SOCK_STREAM}) == std::nullopt);
+    auto program = compile_filter(p, rung);
+    REQUIRE(program);
+    CHECK(run_bpf(*program, call("socket", {AF_UNIX, SOCK_DGRAM})) == errno_action(EACCES));
+    CHECK(run_bpf(*program, call("socketpair", {AF_UNIX, SOCK_STREAM})) == SECCOMP_RET_ALLOW);
+  }
+  CHECK(decide(filter_spec(p, FilterRung::namespaces), "socket", {AF_INET, SOCK_STREAM}) == std::nullopt);
+  // Every variant of the key has its own precompiled program.
+  CHECK(FilterKey::from_index(filter_key(p, FilterRung::landlock).index()) == filter_key(p, FilterRung::landlock));
+}
