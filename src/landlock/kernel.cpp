@@ -1,11 +1,13 @@
 #include "landlock/kernel.hpp"
 
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "landlock/abi.hpp"
+#include "sys/syscalls.hpp"
 
 namespace nsrun::landlock {
 
@@ -38,9 +40,16 @@ Result<Fd> build(const Ruleset& r) {
   Fd ruleset(create_ruleset(&attr, sizeof attr, 0));
   if (!ruleset) return fail(sys_error("landlock_create_ruleset"));
   for (const PathRule& rule : r.rules) {
-    Fd path(::open(rule.path.c_str(), O_PATH | O_CLOEXEC));
+    // A native writable root is opened through no symlink: a link swapped
+    // in by a writer would otherwise grant write access to its target.
+    Fd path(rule.no_symlinks ? sys::openat2(AT_FDCWD, rule.path.c_str(), O_PATH | O_CLOEXEC, 0, RESOLVE_NO_SYMLINKS)
+                             : ::open(rule.path.c_str(), O_PATH | O_CLOEXEC));
     if (!path) {
       if (rule.optional && errno == ENOENT) continue;
+      if (errno == ELOOP && rule.no_symlinks)
+        return fail(Error{"landlock rule", ELOOP, rule.path,
+                          "a symlink in the path (nsrun follows none in a path it makes writable; give the resolved "
+                          "path)"});
       return fail(sys_error("landlock rule", rule.path));
     }
     struct stat st{};
