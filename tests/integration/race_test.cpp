@@ -250,3 +250,68 @@ TEST_CASE("bwrap --ro-bind P P under a racing writer: the object P named is prot
   CHECK(racer.swaps() > 0);
   CHECK(ran > 0);
 }
+
+// The same rules without a racer, each case deterministic.
+TEST_CASE("native paths through a symlink are refused before anything runs", "[race][refusal]") {
+  require_userns();
+  TempDir ws("refuse");
+  TempDir etc("refuse-etc");
+  make_dir(ws / "real");
+  make_dir(ws / "real/sub");
+  REQUIRE(::symlink((ws / "real").c_str(), (ws / "link").c_str()) == 0);
+  REQUIRE(::symlink(etc.path().c_str(), (ws / "etc").c_str()) == 0);
+  const std::string ran = ws / "ran";
+  const std::string touch = "touch " + shell_quote(ran);
+  for (const auto& [option, path] : std::vector<std::pair<std::string, std::string>>{
+           {"--ro", ws / "link"},                 // the last component
+           {"--ro", ws / "link/sub"},             // a middle one
+           {"--hide", ws / "link"},
+           {"--writable", ws / "etc"},            // would grant the link's target
+           {"--workspace", ws / "link"}}) {
+    INFO(option << " " << path);
+    RunResult r = nsrun_test::nsrun({option, path, "--", "/bin/sh", "-c", touch}, at(ws));
+    CHECK(r.exit_code == 125);
+    CHECK(count_lines(r.err) == 1);
+    CHECK(r.err.find("symlink") != std::string::npos);
+    CHECK_FALSE(file_exists(ran));
+  }
+  // The resolved path is accepted, and protects.
+  RunResult r = nsrun_test::nsrun({"--ro", ws / "real", "--", "/bin/sh", "-c", "touch \"$1/f\"", "sh", ws / "real"},
+                                  at(ws));
+  CHECK(r.exit_code != 0);
+  CHECK(r.err.find("Read-only file system") != std::string::npos);
+  CHECK_FALSE(file_exists(ws / "real/f"));
+}
+
+TEST_CASE("a workspace under the private /tmp is still bound over it", "[race][refusal]") {
+  require_userns();
+  // The one case where a host path bound onto itself finds another object
+  // there by design: the private /tmp, made before the workspace.
+  std::string dir = "/tmp/nsrun-race-XXXXXX";
+  REQUIRE(::mkdtemp(dir.data()) != nullptr);
+  REQUIRE(::chmod(dir.c_str(), 0755) == 0);
+  RunOptions opts;
+  opts.cwd = dir;
+  RunResult r = nsrun_test::nsrun({"--", "/bin/sh", "-c", "echo x > f"}, opts);
+  const bool written = file_exists(dir + "/f");
+  ::unlink((dir + "/f").c_str());
+  ::rmdir(dir.c_str());
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(written);
+}
+
+TEST_CASE("bwrap dialect: symlinks are followed, inside the new root", "[race][refusal][bwrap]") {
+  require_userns();
+  TempDir ws("follow");
+  make_dir(ws / "t");
+  REQUIRE(::symlink("t", (ws / "l").c_str()) == 0);
+  // --ro-bind of a link onto itself protects the link's target, as in bwrap.
+  RunResult r = nsrun_test::nsrun({"bwrap", "--ro-bind", "/", "/", "--bind", ws.path(), ws.path(), "--ro-bind",
+                                   ws / "l", ws / "l", "--", "/bin/sh", "-c", "touch \"$1/f\"", "sh", ws / "t"},
+                                  at(ws));
+  INFO(r.err);
+  CHECK(r.exit_code != 0);
+  CHECK(r.err.find("Read-only file system") != std::string::npos);
+  CHECK_FALSE(file_exists(ws / "t/f"));
+}
