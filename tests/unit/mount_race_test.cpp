@@ -1,12 +1,24 @@
-// The plan's half of issue 10 items 8 and 11: which steps resolve their
-// paths through no symlink, which must land on the object they cloned, and
-// the collapse of repeated mounts on one destination.
+// Issue 10 items 8 and 11, the parts testable without root: which plan
+// steps resolve their paths through no symlink, which must land on the
+// object they cloned, the collapse of repeated mounts on one destination,
+// and the executor's refusals (in forked children with their own user and
+// mount namespaces).
 #include <catch2/catch_test_macros.hpp>
 
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 #include <string>
 
+#include "mount/executor.hpp"
 #include "mount/plan.hpp"
+#include "ns/timeline.hpp"
 #include "policy/presets.hpp"
 
 using namespace nsrun;
@@ -186,4 +198,149 @@ TEST_CASE("collapse: only identical adjacent steps, or ones nothing in between c
     collapse_duplicates(s);
     CHECK(s.size() == 4);
   }
+}
+
+// ---------------------------------------------------------------- executor
+// The executor's refusals, each in a forked child that makes its own user
+// and mount namespaces (no root needed; skipped loudly where user
+// namespaces are refused). The child runs build_root() and reports through
+// its exit status which error it got.
+
+namespace {
+
+bool write_proc(const char* path, const std::string& text) {
+  int fd = ::open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ::close(fd);
+  return ok;
+}
+
+constexpr int no_userns = 254;  // above every errno the steps can give
+
+// Runs build_root(steps) in a child with new user and mount namespaces;
+// returns the errno of the error it failed with (0: it succeeded), or
+// no_userns + 1000 when it could not make them.
+int child_build_root(const std::vector<MountStep>& steps, std::string* step_out = nullptr) {
+  int pipefd[2];
+  REQUIRE(::pipe2(pipefd, O_CLOEXEC) == 0);
+  const uid_t uid = ::getuid();
+  const gid_t gid = ::getgid();
+  pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::close(pipefd[0]);
+    if (::unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) ::_exit(no_userns);
+    write_proc("/proc/self/setgroups", "deny");
+    if (!write_proc("/proc/self/uid_map", std::to_string(uid) + " " + std::to_string(uid) + " 1") ||
+        !write_proc("/proc/self/gid_map", std::to_string(gid) + " " + std::to_string(gid) + " 1"))
+      ::_exit(no_userns);
+    Timeline t;
+    auto r = build_root(steps, t);
+    std::string step = r ? std::string() : r.error().step;
+    (void)!::write(pipefd[1], step.data(), step.size());
+    ::_exit(r ? 0 : std::min(r.error().err, 253));
+  }
+  ::close(pipefd[1]);
+  char buf[256];
+  ssize_t n = ::read(pipefd[0], buf, sizeof buf);
+  ::close(pipefd[0]);
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  if (step_out && n > 0) step_out->assign(buf, static_cast<std::size_t>(n));
+  const int code = WEXITSTATUS(status);
+  if (code == no_userns) return no_userns + 1000;
+  return code;
+}
+
+struct HostDir {
+  std::string path;
+  HostDir() {
+    const char* base = std::getenv("TMPDIR");
+    path = std::string(base && *base ? base : "/var/tmp") + "/nsrun-unit-XXXXXX";
+    REQUIRE(::mkdtemp(path.data()) != nullptr);
+    REQUIRE(::mkdir((path + "/real").c_str(), 0755) == 0);
+    REQUIRE(::symlink((path + "/real").c_str(), (path + "/link").c_str()) == 0);
+  }
+  ~HostDir() {
+    ::unlink((path + "/link").c_str());
+    ::rmdir((path + "/real").c_str());
+    ::rmdir(path.c_str());
+  }
+};
+
+MountStep root_bind() {
+  MountStep s = bind_step("/", "/", attr::rdonly);
+  return s;
+}
+
+void skip_without_userns(int got) {
+  if (got == no_userns + 1000) SKIP("user namespaces refused here: the executor's refusals were not checked");
+}
+
+}  // namespace
+
+TEST_CASE("executor: a no_symlinks source through a symlink is refused (ELOOP)", "[executor]") {
+  HostDir host;
+  MountStep ro = bind_step(host.path + "/link", host.path + "/link");
+  std::string step;
+  const int got = child_build_root({root_bind(), ro}, &step);
+  skip_without_userns(got);
+  CHECK(got == ELOOP);
+  CHECK(step == "bind");
+}
+
+TEST_CASE("executor: a no_symlinks destination reached through a symlink is refused (ELOOP)", "[executor]") {
+  HostDir host;
+  MountStep ro = bind_step(host.path + "/real", host.path + "/link");
+  std::string step;
+  const int got = child_build_root({root_bind(), ro}, &step);
+  skip_without_userns(got);
+  CHECK(got == ELOOP);
+  CHECK(step == "mount on");
+}
+
+TEST_CASE("executor: '..' and symlinks in a path to create are refused", "[executor]") {
+  HostDir host;
+  MountStep dotdot;
+  dotdot.op = Op::mkdir;
+  dotdot.dest = "/a/../b";
+  std::string step;
+  int got = child_build_root({tmpfs_step("/", false), dotdot}, &step);
+  skip_without_userns(got);
+  CHECK(got == EINVAL);
+  CHECK(step == "create");
+
+  MountStep through;
+  through.op = Op::mkdir;
+  through.dest = host.path + "/link/new";
+  got = child_build_root({root_bind(), tmpfs_step(host.path, false), [&] {
+                            MountStep l;
+                            l.op = Op::symlink;
+                            l.source = "/";
+                            l.dest = host.path + "/link";
+                            return l;
+                          }(),
+                          through},
+                         &step);
+  CHECK(got == ELOOP);
+  CHECK(step == "create");
+}
+
+TEST_CASE("executor: a path bound onto itself must land on the object it cloned", "[executor]") {
+  HostDir host;
+  // The source is host `real`; in the new root an earlier bind put host
+  // `/` (another inode) at that path, yet the plan says the new root shows
+  // the host there: the executor must notice the two objects differ.
+  MountStep cover = bind_step("/", host.path + "/real", 0);
+  MountStep ro = bind_step(host.path + "/real", host.path + "/real");
+  ro.host_view = true;
+  std::string step;
+  const int got = child_build_root({root_bind(), cover, ro}, &step);
+  skip_without_userns(got);
+  CHECK(got == ESTALE);
+  CHECK(step == "bind");
+  // The same without the cover builds.
+  CHECK(child_build_root({root_bind(), ro}) == 0);
 }
