@@ -146,6 +146,7 @@ class Parser {
     // bwrap's defaults, not nsrun's: only the mount namespace unless asked,
     // the caller's list of mounts and nothing else, no default filter.
     p.preset = false;
+    p.follow_symlinks = true;
     p.ns = Namespaces{false, false, false, false, false, false};
     p.hostname.clear();
     p.proc = ProcMode::fresh;

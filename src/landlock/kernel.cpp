@@ -1,11 +1,13 @@
 #include "landlock/kernel.hpp"
 
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "landlock/abi.hpp"
+#include "sys/syscalls.hpp"
 
 namespace nsrun::landlock {
 
@@ -43,9 +45,16 @@ Result<Fd> build(const Ruleset& r) {
 }
 
 Result<void> add_path_rule(int ruleset_fd, const PathRule& rule) {
-  Fd path(::open(rule.path.c_str(), O_PATH | O_CLOEXEC));
+  // A native writable root is opened through no symlink: a link swapped
+  // in by a writer would otherwise grant write access to its target.
+  Fd path(rule.no_symlinks ? sys::openat2(AT_FDCWD, rule.path.c_str(), O_PATH | O_CLOEXEC, 0, RESOLVE_NO_SYMLINKS)
+                           : ::open(rule.path.c_str(), O_PATH | O_CLOEXEC));
   if (!path) {
     if (rule.optional && errno == ENOENT) return {};
+    if (errno == ELOOP && rule.no_symlinks)
+      return fail(Error{"landlock rule", ELOOP, rule.path,
+                        "a symlink in the path (nsrun follows none in a path it makes writable; give the resolved "
+                        "path)"});
     return fail(sys_error("landlock rule", rule.path));
   }
   struct stat st{};

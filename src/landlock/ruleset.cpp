@@ -123,7 +123,8 @@ std::expected<Ruleset, CannotExpress> make_ruleset(const Policy& p, int abi, con
   for (const auto& d : devices) r.rules.push_back({d, device, true, "device"});
   if (!in.tmpdir.empty()) r.rules.push_back(tmpdir_rule(r, in.tmpdir));
   for_each_mount(p, [&](const MountOp& m) {
-    if (m.kind == MountOp::Kind::bind) r.rules.push_back({m.dest, all, m.optional, "writable root"});
+    if (m.kind == MountOp::Kind::bind)
+      r.rules.push_back({m.dest, all, m.optional, "writable root", !p.follow_symlinks});
   });
 
   // What the kernel cannot enforce at this ABI, in the order of the ABIs

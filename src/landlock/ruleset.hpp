@@ -21,6 +21,7 @@ struct PathRule {
   uint64_t access = 0;   // fs:: rights; for a file only fs::file_rights apply
   bool optional = false; // skipped when the path does not exist (a device node)
   std::string why;       // for `nsrun explain`-style listings and the report
+  bool no_symlinks = false; // opened through no symlink (a native writable root: docs/hardening.md)
 
   bool operator==(const PathRule&) const = default;
 };

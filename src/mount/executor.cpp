@@ -39,6 +39,48 @@ Result<Fd> open_in_root(int root, std::string_view path, int flags = O_PATH) {
   return Fd(fd);
 }
 
+// The native protections (--ro, --hide, the workspace, --writable): the path
+// is resolved through no symlink at all, so a writer racing nsrun cannot
+// point the protection (or the write access) elsewhere by swapping a
+// directory for a link. ".." stays inside the root.
+Result<Fd> open_exact(int root, std::string_view path, std::string_view step, int flags = O_PATH) {
+  int fd = sys::openat2(root, relative(path).c_str(), flags | O_CLOEXEC, 0, RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS);
+  if (fd >= 0) return Fd(fd);
+  if (errno == ELOOP)
+    return fail(Error{std::string(step), ELOOP, std::string(path),
+                      "a symlink in the path (nsrun follows none in a path it protects or makes writable; "
+                      "give the resolved path)"});
+  return fail(sys_error(step, path));
+}
+
+// open_in_root(), telling whether the lookup went through a symlink: a
+// first try follows none (the common case: one system call), and only a
+// path that has one is looked up again, following it inside the root.
+Result<Fd> open_noting_links(int root, std::string_view path, bool& followed) {
+  followed = false;
+  int fd = sys::openat2(root, relative(path).c_str(), O_PATH | O_CLOEXEC, 0, RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS);
+  if (fd >= 0) return Fd(fd);
+  if (errno != ELOOP) return fail(sys_error("open", path));
+  followed = true;
+  return open_in_root(root, path);
+}
+
+// Whether two fds name the same inode.
+bool same_object(int a, int b) {
+  struct stat x{}, y{};
+  return ::fstat(a, &x) == 0 && ::fstat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+}
+
+std::string_view parent_of(std::string_view path) {
+  const std::size_t slash = path.find_last_of('/');
+  return slash == 0 || slash == std::string_view::npos ? std::string_view("/") : path.substr(0, slash);
+}
+
+Error changed(std::string_view path, std::string_view why) {
+  return Error{"bind", ESTALE, std::string(path),
+               fmt::format("{} (was it renamed or replaced while the sandbox was built?)", why)};
+}
+
 // Creates the missing part of `path` without following any symlink (the
 // CVE-2019-12439 lesson: creation must not be steerable by a planted link).
 // Intermediate directories get `parent_mode`; the last component is a
@@ -283,6 +325,8 @@ class RootBuilder {
   struct Destination {
     Fd fd;
     bool made = false;
+    bool existed = false;   // found by a lookup, not created
+    bool followed = false;  // that lookup went through a symlink
   };
 
   // Where a mount on `path` goes: made straight away in a fresh directory;
@@ -291,8 +335,9 @@ class RootBuilder {
   // (EEXIST: something made it before) takes the ordinary way.
   // `is_file()` -> Result<bool> is asked only when a mount point must be
   // made: a file, or a directory.
+  // `exact`: the lookup follows no symlink (MountStep::no_symlinks).
   template <typename IsFile>
-  Result<Destination> destination(std::string_view path, IsFile is_file, uint32_t parent_mode) {
+  Result<Destination> destination(std::string_view path, IsFile is_file, uint32_t parent_mode, bool exact) {
     if (auto at = in_fresh_dir(path)) {
       const auto& [dir, name] = *at;
       auto file = is_file();
@@ -306,8 +351,9 @@ class RootBuilder {
       if (fd >= 0) return Destination{Fd(fd), true};
       if (errno != EEXIST) return fail(sys_error(*file ? "create" : "mkdir", path));
     }
-    auto existing = open_in_root(root_.get(), path);
-    if (existing) return Destination{std::move(*existing), false};
+    bool followed = false;
+    auto existing = exact ? open_exact(root_.get(), path, "mount on") : open_noting_links(root_.get(), path, followed);
+    if (existing) return Destination{std::move(*existing), false, true, followed};
     if (existing.error().err != ENOENT) return fail(existing.error());
     auto file = is_file();
     if (!file) return fail(file.error());
@@ -380,17 +426,29 @@ class RootBuilder {
     // Host sources resolve inside the host's root: an absolute symlink on the
     // host means what it means there.
     Fd src;
+    bool source_followed = false;
     if (s.source_fd >= 0) {
       auto found = same_in_this_namespace(s.source_fd);
       if (!found) return fail(found.error());
       src = std::move(*found);
     } else {
-      src = open_in_root(s.source_in_root ? root_.get() : host_.get(), s.source).value_or(Fd());
+      const int in = s.source_in_root ? root_.get() : host_.get();
+      auto opened =
+          s.no_symlinks ? open_exact(in, s.source, "bind") : open_noting_links(in, s.source, source_followed);
+      if (!opened) {
+        if (s.optional && opened.error().err == ENOENT) return {};
+        return fail(s.no_symlinks ? opened.error() : sys_error("bind", s.source, opened.error().err));
+      }
+      src = std::move(*opened);
     }
-    if (!src) {
-      if (s.optional && errno == ENOENT) return {};
-      return fail(sys_error("bind", s.source));
-    }
+    // A host path bound onto itself (--ro P, the workspace, bwrap's
+    // --ro-bind P P) is looked up twice: on the host, then in the new root,
+    // where a writer racing nsrun may have renamed or swapped it in
+    // between. The mount must land on the object that was cloned, or the
+    // protection covers something else and the object stays writable.
+    // (MountStep::host_view: the plan knows where the new root shows the
+    // host; elsewhere, as under the private /tmp, the path is nsrun's.)
+    const bool onto_itself = s.host_view;
     // Whether the source is a file matters only for making a destination
     // (or for the root): an existing one is bound as it is, and the kernel
     // refuses a directory on a file and the reverse.
@@ -431,9 +489,28 @@ class RootBuilder {
       attaching(**dest);
       return attach(tree.get(), (*dest)->fd.get(), s.source, s.dest);
     }
-    auto dest = destination(
-        s.dest, [&]() -> Result<bool> { return s.dest_is_file ? Result<bool>(true) : is_file(); }, s.parent_mode);
+    auto make_point = [&]() -> Result<bool> {
+      // Missing in the new root: legitimate when an earlier mount covers
+      // the parent (a workspace under the private /tmp), not when the
+      // parent is still the host's directory the source was found in.
+      if (onto_itself && s.no_symlinks) {
+        auto host_parent = open_exact(host_.get(), parent_of(s.source), "bind");
+        auto root_parent = open_exact(root_.get(), parent_of(s.dest), "mount on");
+        if (!host_parent || !root_parent || same_object(host_parent->get(), root_parent->get()))
+          return fail(changed(s.dest, "gone from the host between two lookups"));
+      }
+      return s.dest_is_file ? Result<bool>(true) : is_file();
+    };
+    auto dest = destination(s.dest, make_point, s.parent_mode, s.no_symlinks);
     if (!dest) return fail(dest.error());
+    // Natively the path is a protection: it must be the very object. In
+    // bwrap's dialect an earlier mount may legitimately cover the path
+    // (--proc /proc --bind /proc /proc, a bind onto a parent), but when a
+    // symlink took either lookup somewhere else than the other, the
+    // protection would follow whoever last swapped the link.
+    if (onto_itself && dest->existed && (s.no_symlinks || source_followed || dest->followed) &&
+        !same_object(src.get(), dest->fd.get()))
+      return fail(changed(s.dest, "not the object the source named"));
     attaching(*dest);
     return attach(tree.get(), dest->fd.get(), s.source, s.dest);
   }
@@ -445,7 +522,7 @@ class RootBuilder {
   // to cover, and nothing is made in its place, on the host least of all.
   Result<std::optional<Destination>> cover_destination(const MountStep& s) {
     auto existing = open_in_root(root_.get(), s.dest);
-    if (existing) return std::optional<Destination>(Destination{std::move(*existing), false});
+    if (existing) return std::optional<Destination>(Destination{std::move(*existing), false, true, false});
     const int err = existing.error().err;
     if (err == ENOENT || err == ENOTDIR || err == EACCES) return std::optional<Destination>();
     return fail(existing.error());
@@ -462,7 +539,7 @@ class RootBuilder {
       attaching(**dest);
       return attach(mnt->get(), (*dest)->fd.get(), type, s.dest);
     }
-    auto dest = destination(s.dest, [] { return Result<bool>(false); }, s.parent_mode);
+    auto dest = destination(s.dest, [] { return Result<bool>(false); }, s.parent_mode, s.no_symlinks);
     if (!dest) return fail(dest.error());
     attaching(*dest);
     if (auto r = attach(mnt->get(), dest->fd.get(), type, s.dest); !r) return r;
@@ -525,7 +602,7 @@ class RootBuilder {
     Fd tree(::open_tree(src.get(), "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH));
     if (!tree) return fail(sys_error("bind", s.dest));
     if (auto r = set_attrs(tree.get(), b.attrs, b.dest); !r) return r;
-    auto dest = destination(s.dest, [] { return Result<bool>(true); }, s.parent_mode);
+    auto dest = destination(s.dest, [] { return Result<bool>(true); }, s.parent_mode, false);
     if (!dest) return fail(dest.error());
     attaching(*dest);
     return attach(tree.get(), dest->fd.get(), "data", s.dest);

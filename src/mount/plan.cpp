@@ -2,6 +2,10 @@
 
 #include <sched.h>
 
+#include <algorithm>
+#include <map>
+#include <optional>
+
 #include <fmt/format.h>
 
 #include "policy/presets.hpp"
@@ -186,11 +190,87 @@ void expand_one(std::vector<MountStep>& out, const MountOp& m, ProcMode proc, co
 }
 
 void expand(std::vector<MountStep>& out, const MountOp& m, ProcMode proc, const std::string& tmp_dest,
-            bool user_ns) {
+            bool user_ns, bool follow_symlinks) {
   const std::size_t first = out.size();
   expand_one(out, m, proc, tmp_dest, user_ns);
   const uint32_t parents = parent_mode_for(m.perms);
-  for (std::size_t i = first; i < out.size(); ++i) out[i].parent_mode = parents;
+  // The paths the native front ends protect or open for writing: a symlink
+  // there is the writer's to redirect, so none is followed.
+  const bool exact = !follow_symlinks && (m.kind == K::bind || m.kind == K::ro_bind || m.kind == K::dev_bind ||
+                                          m.kind == K::hide);
+  for (std::size_t i = first; i < out.size(); ++i) {
+    out[i].parent_mode = parents;
+    out[i].no_symlinks = exact;
+  }
+}
+
+// An absolute path whose text is its only spelling: no empty, "." or ".."
+// component, no trailing slash. Only such paths are compared as text.
+bool plain_path(std::string_view p) {
+  if (p == "/") return true;
+  if (p.empty() || p.front() != '/' || p.back() == '/') return false;
+  for (std::size_t i = 0; i < p.size();) {
+    const std::size_t end = std::min(p.find('/', i + 1), p.size());
+    const std::string_view part = p.substr(i + 1, end - i - 1);
+    if (part.empty() || part == "." || part == "..") return false;
+    i = end;
+  }
+  return true;
+}
+
+// A step the collapse may look past: it resolves only its own destination,
+// through no symlink, and reads nothing in the new root.
+bool self_contained(const MountStep& s) {
+  return s.no_symlinks && !s.source_in_root && s.source_fd < 0 && (s.op == Op::bind || s.op == Op::tmpfs) &&
+         plain_path(s.dest);
+}
+
+bool is_mount(Op op) {
+  return op == Op::bind || op == Op::tmpfs || op == Op::proc || op == Op::devpts || op == Op::mqueue ||
+         op == Op::overlay || (op == Op::write_file);
+}
+
+// Forgets the entries of `m` at `dest` and below it: a mount on `dest`
+// hides them.
+template <class Map>
+void erase_at_and_below(Map& m, const std::string& dest) {
+  if (dest == "/") {
+    m.clear();
+    return;
+  }
+  m.erase(dest);
+  const std::string below = dest + "/";
+  for (auto it = m.lower_bound(below); it != m.end() && it->first.starts_with(below);) it = m.erase(it);
+}
+
+// Sets MountStep::host_view. A map of the visible mounts by destination
+// (whether each is a host path bound onto itself); a mount hides what was
+// mounted below it. Paths that are not plain are not reasoned about.
+void mark_host_views(std::vector<MountStep>& steps) {
+  std::map<std::string, bool, std::less<>> visible;
+  for (MountStep& s : steps) {
+    if (!is_mount(s.op) || (s.op == Op::write_file && s.source.empty())) continue;
+    const bool onto_itself = s.op == Op::bind && !s.source_in_root && s.source_fd < 0 && s.source == s.dest;
+    if (!plain_path(s.dest)) {
+      // Cannot tell what it covers: nothing before it is trusted.
+      visible.clear();
+      continue;
+    }
+    if (onto_itself) {
+      // The nearest visible mount at or above `dest`.
+      for (std::string at = s.dest;;) {
+        if (auto it = visible.find(at); it != visible.end()) {
+          s.host_view = it->second;
+          break;
+        }
+        if (at == "/") break;
+        const std::size_t slash = at.find_last_of('/');
+        at = slash == 0 ? std::string("/") : at.substr(0, slash);
+      }
+    }
+    erase_at_and_below(visible, s.dest);
+    visible[s.dest] = onto_itself;
+  }
 }
 
 bool at_or_under(std::string_view path, std::string_view dir) {
@@ -245,6 +325,43 @@ void hide_sockets(std::vector<MountStep>& out, const Policy& p) {
 
 }  // namespace
 
+void collapse_duplicates(std::vector<MountStep>& steps) {
+  std::vector<bool> drop(steps.size(), false);
+  // Destination -> the last self-contained step on it that nothing since
+  // could have seen.
+  std::map<std::string, std::size_t, std::less<>> open;
+  std::optional<std::size_t> previous;  // the last step kept so far
+  for (std::size_t k = 0; k < steps.size(); ++k) {
+    const MountStep& s = steps[k];
+    const bool collapsible = (s.op == Op::bind || s.op == Op::tmpfs) && !s.source_in_root && s.source_fd < 0;
+    if (collapsible && previous && steps[*previous] == s) {
+      drop[*previous] = true;
+    } else if (self_contained(s)) {
+      if (auto it = open.find(s.dest); it != open.end() && steps[it->second] == s) drop[it->second] = true;
+    }
+    if (!self_contained(s)) {
+      open.clear();
+    } else {
+      // Forget what this step can see: its destination, what is below it
+      // (a prefix range of the ordered map) and what is above it.
+      erase_at_and_below(open, s.dest);
+      for (std::size_t slash = s.dest.find_last_of('/'); slash != std::string::npos && slash > 0;
+           slash = s.dest.find_last_of('/', slash - 1))
+        open.erase(s.dest.substr(0, slash));
+      open.erase("/");
+      open[s.dest] = k;
+    }
+    previous = k;
+  }
+  std::size_t out = 0;
+  for (std::size_t k = 0; k < steps.size(); ++k)
+    if (!drop[k]) {
+      if (out != k) steps[out] = std::move(steps[k]);
+      ++out;
+    }
+  steps.resize(out);
+}
+
 Result<LaunchPlan> make_plan(const Policy& p, const HostFacts& host) {
   LaunchPlan plan;
   uint64_t flags = CLONE_NEWNS;
@@ -268,8 +385,12 @@ Result<LaunchPlan> make_plan(const Policy& p, const HostFacts& host) {
   // Without copying the mount list first: with a thousand binds the copies
   // were a third of prepare(). The presets expand to a few dozen steps.
   plan.mounts.reserve(p.mounts.size() + 32);
-  for_each_mount(p, [&](const MountOp& m) { expand(plan.mounts, m, plan.proc, "/tmp", user_ns); });
+  for_each_mount(p, [&](const MountOp& m) {
+    expand(plan.mounts, m, plan.proc, "/tmp", user_ns, p.follow_symlinks);
+  });
   hide_sockets(plan.mounts, p);
+  mark_host_views(plan.mounts);
+  collapse_duplicates(plan.mounts);
 
   plan.reaper = p.ns.pid && !p.as_pid_1;
   plan.chdir_required = !p.chdir.empty();

@@ -54,6 +54,15 @@ struct MountStep {
   bool private_upper = false;      // overlay: upper and work on a private tmpfs (writes vanish)
   bool cover = false;              // a cover over an existing path (a hidden socket): never made; skipped when
                                    // the path is gone or out of the sandbox's reach (EACCES)
+  // bind / hide: `source` (on the host) and `dest` (in the new root) are
+  // resolved through no symlink, and a bind of a path onto itself must find
+  // the very object it cloned (the native protections; docs/hardening.md).
+  bool no_symlinks = false;
+  // bind of a host path onto the same path, where the new root shows the
+  // host's own tree (the nearest earlier mount at or above `dest` is such a
+  // bind too): what the new root finds at `dest` must be the object cloned
+  // from `source`, or a writer renamed or swapped it in between.
+  bool host_view = false;
 
   bool operator==(const MountStep&) const = default;
 };
@@ -87,6 +96,15 @@ struct LaunchPlan {
 
 // Policy (validated) + host facts -> plan. Pure.
 Result<LaunchPlan> make_plan(const Policy& policy, const HostFacts& host);
+
+// Drops a bind or hide that an identical later one covers while nothing in
+// between can see it: the two are adjacent, or every step between is a
+// no_symlinks bind or hide on a path that is neither the same as, above nor
+// below its destination. The kernel walks a stack of mounts on one
+// directory at every lookup, attach and in-root check, so N mounts on one
+// path cost N^2; after this, repeating an option costs nothing. Linear (a
+// map of destinations). Part of make_plan(); exposed for the unit tests.
+void collapse_duplicates(std::vector<MountStep>& steps);
 
 // Human-readable rendering for `nsrun explain`.
 std::string describe(const LaunchPlan& plan);

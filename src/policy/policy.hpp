@@ -94,6 +94,11 @@ struct Policy {
   // itself (bwrap's dialect) turns the preset off.
   bool preset = true;
   std::vector<MountOp> mounts;
+  // bwrap's dialect: bind sources and destinations follow symlinks, as
+  // bwrap's do (inside the new root). Otherwise (the native front ends) the
+  // paths of binds, --ro, --hide, the workspace and the writable roots are
+  // protections: resolved once, through no symlink (docs/hardening.md).
+  bool follow_symlinks = false;
 
   Namespaces ns;
   std::optional<uid_t> uid;            // uid inside; default: the caller's

@@ -273,6 +273,7 @@ const Readers<Policy>& policy_readers() {
       {"workspace", string_into(&Policy::workspace)},
       {"writable", strings_into(&Policy::writable)},
       {"preset", bool_into(&Policy::preset)},
+      {"follow_symlinks", bool_into(&Policy::follow_symlinks)},
       {"mounts", list_into<MountOp>(&Policy::mounts, mount_from_json)},
       {"namespaces", [](const Value& v, Policy& p, const std::string& f) {
          return read_object(v, p.ns, f, namespace_readers());
@@ -327,6 +328,7 @@ json::Value to_json(const Policy& p) {
   out.set("workspace", p.workspace);
   out.set("writable", strings(p.writable));
   out.set("preset", p.preset);
+  out.set("follow_symlinks", p.follow_symlinks);
   Value mounts = Value::array();
   for (const auto& m : p.mounts) mounts.push_back(mount_to_json(m));
   out.set("mounts", std::move(mounts));
