@@ -94,7 +94,7 @@ TEST_CASE("bwrap dialect: agent profiles behave as under bwrap", "[bwrap][differ
   differential({
       {"codex workspace-write profile",
        codex + " -- sh -c 'echo hi > out.txt; cat out.txt; touch /etc/nsrun-x 2>/dev/null || echo ro; "
-               "ls /proc | grep -c \"^[0-9]\"; pwd; echo $PWD'",
+               "set -- /proc/[0-9]*; echo $#; pwd; echo $PWD'",
        false, "{ws}/out.txt"},
       {"codex read-only profile with a /tmp",
        "--ro-bind / / --dev /dev --tmpfs /tmp --unshare-user --unshare-pid --proc /proc --chdir {ws} "
@@ -141,7 +141,7 @@ TEST_CASE("bwrap dialect: agent profiles behave as under bwrap", "[bwrap][differ
       {"--dev-bind keeps devices usable", "--ro-bind / / --dev-bind /dev /dev sh -c 'echo ok > /dev/null && echo ok'"},
       {"--dev: device nodes", "--ro-bind / / --dev /dev sh -c 'echo x > /dev/null && head -c 4 /dev/zero | wc -c'"},
       {"--mqueue", "--ro-bind / / --unshare-ipc --mqueue /dev/mqueue stat -f -c %T /dev/mqueue"},
-      {"--proc in a PID namespace", "--ro-bind / / --unshare-pid --proc /proc sh -c 'ls /proc | grep -c \"^[0-9]\"'"},
+      {"--proc in a PID namespace", "--ro-bind / / --unshare-pid --proc /proc sh -c 'set -- /proc/[0-9]*; echo $#'"},
       {"--unshare-all --share-net", "--ro-bind / / --unshare-all --share-net sh -c 'id -u; hostname >/dev/null && echo ok'"},
       {"--disable-userns", "--ro-bind / / --unshare-user --disable-userns sh -c 'unshare -U true 2>/dev/null; echo $?'"},
       {"--disable-userns with --assert-userns-disabled",
@@ -396,7 +396,7 @@ TEST_CASE("bwrap dialect: --userns, --userns2 and --pidns join existing namespac
   }
   SECTION("--userns with new namespaces owned by it") {
     compare(shim, fmt::format("--ro-bind / / --userns 3 --unshare-pid --unshare-net --unshare-ipc --unshare-uts "
-                              "--proc /proc sh -c 'echo $$; ls /proc | grep -c \"^[0-9]\"; readlink /proc/self/ns/user' "
+                              "--proc /proc sh -c 'echo $$; set -- /proc/[0-9]*; echo $#; readlink /proc/self/ns/user' "
                               "3<{}",
                               user));
   }
@@ -420,7 +420,7 @@ TEST_CASE("bwrap dialect: --userns, --userns2 and --pidns join existing namespac
     RunResult r = run_bwrap(shim.path, fmt::format("--ro-bind / / --userns 3 --pidns 4 --unshare-pid {} 3<{} 4<{}", depth, user, pid), {});
     CHECK(r.out == "3\n");
     compare(shim, fmt::format("--ro-bind / / --userns 3 --pidns 4 --unshare-pid --proc /proc "
-                              "sh -c 'echo $$; ls /proc | grep -c \"^[0-9]\"; readlink /proc/self/ns/user' 3<{} 4<{}",
+                              "sh -c 'echo $$; set -- /proc/[0-9]*; echo $#; readlink /proc/self/ns/user' 3<{} 4<{}",
                               user, pid));
   }
   SECTION("--uid and --gid with --userns switch ids inside it") {
