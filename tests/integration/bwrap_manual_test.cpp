@@ -352,4 +352,14 @@ TEST_CASE("bwrap manual: --seccomp with a program the kernel refuses", "[bwrap][
       }
     }
   }
+  SECTION("--seccomp twice: bwrap's warning, then the last one's verdict") {
+    const std::string args = fmt::format("--ro-bind / / --seccomp 3 --seccomp 4 touch {} 3<{} 4<{}", shell_quote(ran),
+                                         shell_quote(ws / "odd"), shell_quote(ws / "empty"));
+    RunResult want = run_under(oracle, args);
+    RunResult got = run_under(shim.path, args);
+    CHECK(want.err.starts_with("bwrap: Only the last --seccomp option will take effect\nbwrap: Unable to set up"));
+    CHECK(got.exit_code == want.exit_code);
+    CHECK(got.err == want.err);
+    CHECK_FALSE(file_exists(ran));
+  }
 }
