@@ -13,7 +13,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdint>
+#include <cstring>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -361,5 +363,43 @@ TEST_CASE("bwrap manual: --seccomp with a program the kernel refuses", "[bwrap][
     CHECK(got.exit_code == want.exit_code);
     CHECK(got.err == want.err);
     CHECK_FALSE(file_exists(ran));
+  }
+}
+
+// The lock holder is a new process in the caller's PID namespace, between
+// nsrun and the command: the command must not reach it, and must not
+// outlive it.
+TEST_CASE("bwrap manual: the --lock-file holder is out of the command's reach", "[bwrap][manual][lock][escape]") {
+  require_userns();
+  Shim shim;
+  TempDir ws("holder");
+  const std::string lock = ws / "lock";
+  write_file(lock, "");
+
+  SECTION("not dumpable: no /proc/PPID/root, fd links or mem for the command") {
+    // (Root may list the fd numbers: a non-dumpable process's /proc files
+    // belong to root. Following them needs ptrace access, which it lacks.)
+    RunResult r = run_under(
+        shim.path, fmt::format("--ro-bind / / --dev /dev --unshare-user --lock-file {} sh -c '"
+                               "cat /proc/$PPID/comm; readlink /proc/$PPID/root 2>/dev/null || echo root-refused; "
+                               "readlink /proc/$PPID/fd/0 2>/dev/null || echo fd0-refused; n=0; "
+                               "for f in /proc/$PPID/fd/[0-9]*; do cat \"$f\" </dev/null >/dev/null 2>&1 && n=$((n+1)); done; "
+                               "echo fds-opened=$n; head -c1 /proc/$PPID/mem >/dev/null 2>&1 || echo mem-refused'",
+                               shell_quote(lock)));
+    INFO("stderr: " << r.err);
+    CHECK(r.out == "bwrap\nroot-refused\nfd0-refused\nfds-opened=0\nmem-refused\n");
+    CHECK(r.exit_code == 0);
+  }
+  SECTION("killing nsrun ends the command and releases the lock") {
+    const std::string marker = unique_token("lock-holder");
+    Process sandbox({"/bin/sh", "-c",
+                     fmt::format("exec {} --ro-bind / / --lock-file {} sh -c 'echo started; while :; do sleep 1; done' {}",
+                                 shell_quote(shim.path), shell_quote(lock), marker)});
+    sandbox.wait_for_line("started");
+    REQUIRE(processes_with_marker(marker).size() >= 2);  // nsrun, the holder, the command
+    CHECK(lock_state(lock, F_GETLK).type == F_RDLCK);
+    sandbox.signal(SIGKILL);  // nsrun itself: the holder dies with it, the command with the holder
+    CHECK(eventually([&] { return processes_with_marker(marker).empty(); }));
+    CHECK(eventually([&] { return lock_state(lock, F_GETLK).type == F_UNLCK; }));
   }
 }
