@@ -581,12 +581,12 @@ class Parser {
     // own the PID namespace), e.g. root with --unshare-user-try.
     if (!p.ns.pid && !p.pidns_fd) p.proc = ProcMode::host_bind;
 
-    // Capabilities: root (uid 0 inside too) starts with all of them, anyone
-    // else with none; --cap-add and --cap-drop then apply in order.
-    // Only numbers the kernel headers name: the rest of the 64 bits are no
-    // capability, and naming them ("41") would make the launch refuse the
-    // list. Root starts from its own effective set, as in bwrap: in a new
-    // user namespace it would otherwise get back what the caller lacked.
+    // Capabilities: root (uid 0 inside too) starts from its own effective
+    // set, as in bwrap (in a new user namespace it would otherwise get back
+    // what the caller lacked), anyone else with none; --cap-add and
+    // --cap-drop then apply in order. Only numbers the kernel headers name:
+    // the rest of the 64 bits are no capability, and naming them ("41")
+    // would make the launch refuse the list.
     CapSet known;
     for (std::size_t c = 0; c <= CAP_LAST_CAP; ++c) known.set(c);
     CapSet caps;

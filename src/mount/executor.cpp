@@ -29,9 +29,6 @@ std::string relative(std::string_view path) {
   return path.empty() ? std::string(".") : std::string(path);
 }
 
-// Symlinks met while resolving an existing destination are resolved inside
-// the new root (RESOLVE_IN_ROOT), never on the host; /proc magic links are
-// refused outright.
 // bwrap's modes for a mount point it has to make (ensure_file, ensure_dir):
 // a directory 0755, a file 0444. They land on the host when the parent is a
 // bind of a host directory.
@@ -50,6 +47,9 @@ class ExactModes {
   mode_t saved_;
 };
 
+// Symlinks met while resolving an existing destination are resolved inside
+// the new root (RESOLVE_IN_ROOT), never on the host; /proc magic links are
+// refused outright.
 Result<Fd> open_in_root(int root, std::string_view path, int flags = O_PATH) {
   int fd = sys::openat2(root, relative(path).c_str(), flags | O_CLOEXEC, 0,
                         RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
