@@ -1,15 +1,20 @@
 #include "cli/bwrap.hpp"
 
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <bitset>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <climits>
 #include <csignal>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 
@@ -116,6 +121,22 @@ std::optional<int> parse_number(std::string_view text, int base = 10) {
   return static_cast<int>(v);
 }
 
+// bwrap's --size: strtoull's syntax (base 0: 0x.. hex, 0.. octal), but a
+// digit first, so no sign and no leading space; zero and overflow refused;
+// at most what a tmpfs size can hold (SIZE_MAX >> 1, as bwrap).
+Result<uint64_t> parse_size(const std::string& text) {
+  if (text.empty() || !std::isdigit(static_cast<unsigned char>(text.front())))
+    return fail(said("--size takes a non-zero number of bytes"));
+  errno = 0;
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(text.c_str(), &end, 0);
+  if (errno != 0 || end == nullptr || *end != '\0' || v == 0)
+    return fail(said("--size takes a non-zero number of bytes"));
+  constexpr uint64_t max_tmpfs_bytes = SIZE_MAX >> 1;
+  if (v > max_tmpfs_bytes) return fail(said(fmt::format("--size (for tmpfs) is limited to {}", max_tmpfs_bytes)));
+  return static_cast<uint64_t>(v);
+}
+
 std::string absolute_from(std::string_view base, const std::string& path) {
   if (!path.empty() && path.front() == '/') return path;
   if (base.empty() || base == "/") return "/" + path;
@@ -167,12 +188,9 @@ class Parser {
       if (inv_.action != BwrapInvocation::Action::run) return inv_;
       if (!modifier && perms_) return fail(said("--perms must be followed by an option that creates a file"));
       if (!modifier && size_) return fail(said("--size must be followed by --tmpfs"));
-      if (arg != "--overlay-src" && !overlay_src_.empty())
-        return fail(said(fmt::format("--overlay-src must be followed by another --overlay-src or by "
-                                     "--overlay, --tmp-overlay or --ro-overlay, not {}", arg)));
+      if (arg != "--overlay-src" && !overlay_src_.empty()) return fail(said(overlay_src_dangling));
     }
-    if (!overlay_src_.empty())
-      return fail(said("--overlay-src must be followed by --overlay, --tmp-overlay or --ro-overlay"));
+    if (!overlay_src_.empty()) return fail(said(overlay_src_dangling));
     p.argv.assign(args_.begin() + static_cast<std::ptrdiff_t>(i_), args_.end());
     if (p.argv.empty()) {
       inv_.action = BwrapInvocation::Action::help;
@@ -186,6 +204,14 @@ class Parser {
   bool usage_failure() const { return usage_failure_; }
 
  private:
+  static constexpr const char* overlay_src_dangling =
+      "--overlay-src must be followed by another --overlay-src or one of --overlay, --tmp-overlay, or --ro-overlay";
+
+  // bwrap warns as it parses, with the level prefix as set so far.
+  void warn(std::string_view text) const {
+    if (ctx_.warn) ctx_.warn(fmt::format("{}bwrap: {}", inv_.level_prefix ? "<4>" : "", text));
+  }
+
   Result<std::vector<std::string>> take(const std::string& opt, int n) {
     if (i_ + static_cast<std::size_t>(n) > args_.size()) {
       static constexpr const char* counts[] = {"", "an argument", "two arguments", "three arguments"};
@@ -279,7 +305,7 @@ class Parser {
     const int n = kind == MountOp::Kind::overlay ? 3 : 1;
     auto a = take(opt, n);
     if (!a) return fail(a.error());
-    const std::size_t need = kind == MountOp::Kind::ro_overlay ? 2 : kind == MountOp::Kind::tmp_overlay ? 1 : 0;
+    const std::size_t need = kind == MountOp::Kind::ro_overlay ? 2 : 1;
     if (overlay_src_.size() < need)
       return fail(said(fmt::format("{} requires at least {} --overlay-src", opt, need == 2 ? "two" : "one")));
     MountOp m = op(kind, a->back());
@@ -377,6 +403,7 @@ class Parser {
     if (arg == "--chdir") {
       auto a = take(arg, 1);
       if (!a) return fail(a.error());
+      if (!p.chdir.empty()) warn("Only the last --chdir option will take effect");
       p.chdir = absolute_from("/", (*a)[0]);
       return {};
     }
@@ -472,6 +499,7 @@ class Parser {
       const bool single = arg == "--seccomp";
       if (single && added_seccomp_) return fail(said("--seccomp cannot be combined with --add-seccomp-fd"));
       if (!single && single_seccomp_) return fail(said("--add-seccomp-fd cannot be combined with --seccomp"));
+      if (single && single_seccomp_) warn("Only the last --seccomp option will take effect");
       if (single) p.seccomp_fds.clear();  // the last --seccomp wins
       (single ? single_seccomp_ : added_seccomp_) = true;
       p.seccomp_fds.push_back(*f);
@@ -502,6 +530,7 @@ class Parser {
     if (arg == "--perms") {
       auto a = take(arg, 1);
       if (!a) return fail(a.error());
+      if (perms_) return fail(said("--perms given twice for the same action"));
       auto mode = parse_number((*a)[0], 8);
       if (!mode || *mode > 07777) return fail(said("--perms takes an octal argument <= 07777"));
       perms_ = static_cast<uint32_t>(*mode);
@@ -510,12 +539,10 @@ class Parser {
     if (arg == "--size") {
       auto a = take(arg, 1);
       if (!a) return fail(a.error());
-      uint64_t v = 0;
-      const std::string& t = (*a)[0];
-      auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-      if (ec != std::errc() || end != t.data() + t.size() || v == 0)
-        return fail(said("--size takes a non-zero number of bytes"));
-      size_ = v;
+      if (size_) return fail(said("--size given twice for the same action"));
+      auto v = parse_size((*a)[0]);
+      if (!v) return fail(v.error());
+      size_ = *v;
       return {};
     }
     return fail(said(fmt::format("Unknown option {}", arg)));
@@ -546,20 +573,35 @@ class Parser {
     if (!p.ns.pid && !p.pidns_fd) p.proc = ProcMode::host_bind;
     if (hostname_set_ && !p.ns.uts) return fail(said("Specifying --hostname requires --unshare-uts"));
     if (p.as_pid_1 && !p.ns.pid) return fail(said("Specifying --as-pid-1 requires --unshare-pid"));
+    // Nothing would outlive the exec to hold the lock.
+    if (p.as_pid_1 && !p.lock_files.empty())
+      return fail(said("Specifying --as-pid-1 and --lock-file is not permitted"));
     if (p.disable_userns && !p.ns.user) return fail(said("--disable-userns requires --unshare-user"));
     if (p.userns_block_fd && !p.ns.user) return fail(said("--userns-block-fd requires --unshare-user"));
     if (p.userns_block_fd && !p.info_fd && !p.json_status_fd)
       return fail(said("--userns-block-fd requires --info-fd or --json-status-fd"));
     p.allow_nested_userns = !p.disable_userns;
     if (p.ns.net) p.network = Network::none;
+    // bwrap's --proc: a procfs of its own only for a PID namespace of its
+    // own; sharing the caller's, it binds the caller's /proc. A fresh one
+    // there is refused by the kernel in a new user namespace (it does not
+    // own the PID namespace), e.g. root with --unshare-user-try.
+    if (!p.ns.pid && !p.pidns_fd) p.proc = ProcMode::host_bind;
 
-    // Capabilities: root (uid 0 inside too) starts with all of them, anyone
-    // else with none; --cap-add and --cap-drop then apply in order.
+    // Capabilities: root (uid 0 inside too) starts from its own effective
+    // set, as in bwrap (in a new user namespace it would otherwise get back
+    // what the caller lacked), anyone else with none; --cap-add and
+    // --cap-drop then apply in order. Only numbers the kernel headers name:
+    // the rest of the 64 bits are no capability, and naming them ("41")
+    // would make the launch refuse the list.
+    CapSet known;
+    for (std::size_t c = 0; c <= CAP_LAST_CAP; ++c) known.set(c);
     CapSet caps;
-    if (root && p.uid.value_or(0) == 0) caps.set();
+    if (root && p.uid.value_or(0) == 0) caps = known & CapSet(ctx_.effective_caps.value_or(~uint64_t{0}));
     for (const auto& [add, bits] : cap_ops_) caps = add ? (caps | bits) : (caps & ~bits);
+    caps &= known;
     p.cap_add.clear();
-    if (caps.all()) {
+    if (caps == known) {
       p.cap_add.push_back("ALL");
     } else {
       for (std::size_t c = 0; c < caps.size(); ++c) {
@@ -628,10 +670,19 @@ BwrapContext read_bwrap_context() {
   char buf[PATH_MAX];
   if (::getcwd(buf, sizeof buf) != nullptr) ctx.cwd = buf;
   ctx.uid = ::getuid();
+  if (ctx.uid == 0) {
+    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct data[2]{};
+    // Unreadable: none, never more than the caller has.
+    ctx.effective_caps = ::syscall(SYS_capget, &header, data) == 0
+                             ? (uint64_t{data[1].effective} << 32) | data[0].effective
+                             : 0;
+  }
   ctx.cgroup_ns = ::access("/proc/self/ns/cgroup", F_OK) == 0;
   ctx.selinux = ::access("/sys/fs/selinux/enforce", F_OK) == 0;
   ctx.read_fd = [](int fd) { return read_all(fd, "read", std::to_string(fd), max_input_bytes); };
   ctx.fd_open = [](int fd) { return ::fcntl(fd, F_GETFD) >= 0; };
+  ctx.warn = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
   return ctx;
 }
 
@@ -685,12 +736,20 @@ std::string bwrap_message(const Error& e, bool unshare_user) {
     return with_errno("error writing to setgroups", e.err);
   if (step == "exec") return with_errno(fmt::format("execvp {}", e.path), e.err);
   if (step == "chdir") return with_errno(fmt::format("Can't chdir to {}", e.path), e.err);
+  if (step == "symlink" && e.err == 0 && !e.detail.empty())
+    return fmt::format("Can't make symlink at {}: {}", e.path, e.detail);
   if (step == "symlink") return with_errno(fmt::format("Can't make symlink at {}", e.path), e.err);
   if (step == "chmod") return with_errno(fmt::format("Can't chmod {}", e.path), e.err);
   if (step == "mkdir") return with_errno(fmt::format("Can't mkdir {}", e.path), e.err);
   if (step == "create") return with_errno(fmt::format("Can't create file at {}", e.path), e.err);
   if (step == "mount_setattr") return with_errno(fmt::format("Can't remount readonly on /newroot{}", e.path), e.err);
   if (step == "sethostname") return with_errno("sethostname", e.err);
+  if (step == "seccomp") {
+    if (e.err == EINVAL)
+      return "Unable to set up system call filtering as requested: prctl(PR_SET_SECCOMP) reported EINVAL. "
+             "(Hint: this requires a kernel configured with CONFIG_SECCOMP and CONFIG_SECCOMP_FILTER.)";
+    return with_errno("prctl(PR_SET_SECCOMP)", e.err);
+  }
   if (step == "read seccomp data") {
     if (e.err == EINVAL) return "Invalid seccomp data, must be multiple of 8";
     return with_errno("Can't read seccomp data", e.err);

@@ -6,7 +6,9 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -24,12 +26,19 @@ inline constexpr const char* bwrap_compat_version = "0.11.0";
 struct BwrapContext {
   std::string cwd;              // relative sources and PWD
   uid_t uid = 0;                // the real uid: root keeps its capabilities
+  // Root's effective capabilities (bit N = capability N), what bwrap starts
+  // root's sandbox from; unset: every capability.
+  std::optional<uint64_t> effective_caps;
   bool cgroup_ns = true;        // the kernel has cgroup namespaces (--unshare-cgroup-try)
   bool selinux = false;         // SELinux is enabled (labels could be applied)
   // Reads an fd to end-of-file (--args, --file, --bind-data, --ro-bind-data).
   std::function<Result<std::string>(int)> read_fd;
   // Whether an fd is open (status and blocking fds).
   std::function<bool(int)> fd_open;
+  // Called with each of bwrap's warnings as the parser meets it, already
+  // prefixed ("bwrap: ..." or "<4>bwrap: ..."): bwrap prints them at once,
+  // so they come before any later error. Unset: warnings are dropped.
+  std::function<void(const std::string&)> warn;
 };
 
 BwrapContext read_bwrap_context();

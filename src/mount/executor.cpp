@@ -29,6 +29,24 @@ std::string relative(std::string_view path) {
   return path.empty() ? std::string(".") : std::string(path);
 }
 
+// bwrap's modes for a mount point it has to make (ensure_file, ensure_dir):
+// a directory 0755, a file 0444. They land on the host when the parent is a
+// bind of a host directory.
+constexpr uint32_t file_mount_point_mode = 0444;
+
+// bwrap builds the root with umask 0, so the modes above (and --perms) are
+// exact; the caller's umask is back before anything else runs.
+class ExactModes {
+ public:
+  ExactModes() : saved_(::umask(0)) {}
+  ~ExactModes() { ::umask(saved_); }
+  ExactModes(const ExactModes&) = delete;
+  ExactModes& operator=(const ExactModes&) = delete;
+
+ private:
+  mode_t saved_;
+};
+
 // Symlinks met while resolving an existing destination are resolved inside
 // the new root (RESOLVE_IN_ROOT), never on the host; /proc magic links are
 // refused outright.
@@ -257,6 +275,10 @@ class RootBuilder {
         return set_attrs(dest->get(), s.attrs, s.dest);
       }
       case Op::mkdir: {
+        // bwrap's ensure_dir: a directory that is already there (through a
+        // symlink inside the root too) keeps its mode, --perms or not; only
+        // one made here takes the mode asked for.
+        if (open_in_root(root_.get(), s.dest, O_PATH | O_DIRECTORY)) return {};
         auto dir = create_in_root(root_.get(), s.dest, false, s.mode, s.parent_mode);
         if (!dir) return fail(dir.error());
         return chmod_path(s.dest, s.mode);
@@ -344,7 +366,7 @@ class RootBuilder {
       if (!file) return fail(file.error());
       int fd = -1;
       if (*file) {
-        fd = ::openat(dir, name.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0755);
+        fd = ::openat(dir, name.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, file_mount_point_mode);
       } else if (::mkdirat(dir, name.c_str(), 0755) == 0) {
         fd = sys::openat2(dir, name.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC, 0, RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH);
       }
@@ -357,7 +379,7 @@ class RootBuilder {
     if (existing.error().err != ENOENT) return fail(existing.error());
     auto file = is_file();
     if (!file) return fail(file.error());
-    auto made = create_in_root(root_.get(), path, *file, 0755, parent_mode);
+    auto made = create_in_root(root_.get(), path, *file, *file ? file_mount_point_mode : 0755, parent_mode);
     if (!made) return fail(made.error());
     return Destination{std::move(*made), false};
   }
@@ -564,6 +586,9 @@ class RootBuilder {
     char target[4096];
     ssize_t n = ::readlinkat(dir->get(), name.c_str(), target, sizeof target);
     if (err == EEXIST && n >= 0 && std::string_view(target, n) == s.source) return {};
+    // bwrap names what is in the way; errno 0 marks the text as the whole story.
+    if (err == EEXIST && n >= 0)
+      return fail(Error{"symlink", 0, s.dest, fmt::format("existing destination is {}", std::string_view(target, n))});
     return fail(sys_error("symlink", s.dest, err));
   }
 
@@ -718,6 +743,7 @@ Result<bool> make_root_pivotable() {
 }  // namespace
 
 Result<void> build_root(const std::vector<MountStep>& steps, Timeline& timeline) {
+  const ExactModes exact_modes;
   // pivot_root refuses a shared parent mount, and without this every mount
   // below would propagate back to the host.
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)

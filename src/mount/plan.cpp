@@ -392,7 +392,9 @@ Result<LaunchPlan> make_plan(const Policy& p, const HostFacts& host) {
   mark_host_views(plan.mounts);
   collapse_duplicates(plan.mounts);
 
-  plan.reaper = p.ns.pid && !p.as_pid_1;
+  // A lock file needs a process that outlives the command's exec to hold
+  // it, PID namespace or not (bwrap forks one for it too).
+  plan.reaper = (p.ns.pid && !p.as_pid_1) || !p.lock_files.empty();
   plan.chdir_required = !p.chdir.empty();
   plan.chdir = plan.chdir_required ? p.chdir : host.cwd;
   return plan;
@@ -450,8 +452,10 @@ std::string describe(const LaunchPlan& plan) {
   for (std::size_t i = 0; i < plan.mounts.size(); ++i)
     out += fmt::format("  {:>2}. {}\n", i + 1, describe(plan.mounts[i]));
   out += "  pivot_root to the new root, old root detached\n";
-  out += fmt::format("processes: {}\n", plan.reaper ? "nsrun -> PID 1 (reaper) -> command (PID 2)"
-                                                    : "nsrun -> command (PID 1)");
+  const bool pid_ns = (plan.clone_flags & CLONE_NEWPID) != 0;
+  out += fmt::format("processes: {}\n", !plan.reaper ? "nsrun -> command (PID 1)"
+                                         : pid_ns     ? "nsrun -> PID 1 (reaper) -> command (PID 2)"
+                                                      : "nsrun -> lock holder -> command");
   out += fmt::format("chdir: {}{}\n", plan.chdir, plan.chdir_required ? "" : " (else /)");
   return out;
 }

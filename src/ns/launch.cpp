@@ -153,6 +153,10 @@ int command_main(void* arg) {
     // bounding set before.
     if (start->p->die_with_parent) arm_die_with_parent(start->channel);
     if (auto r = drop_bounding_and_ambient({}); !r) die(start->channel, r.error());
+  } else if (start->p->die_with_parent && (start->p->plan.clone_flags & CLONE_NEWPID) == 0) {
+    // The parent holds --lock-file in the caller's PID namespace: not a
+    // PID 1 whose death ends everything below it, so tie the command to it.
+    arm_die_with_parent(start->channel);
   }
   start_command(start->channel, *start->p, *start->original_mask, setup);
 }

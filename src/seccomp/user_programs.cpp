@@ -21,7 +21,9 @@ Result<std::vector<BpfProgram>> read_user_programs(const std::vector<int>& fds) 
     auto read = read_all(fd, "read seccomp data", std::to_string(fd), BPF_MAXINSNS * sizeof(sock_filter));
     if (!read) return fail(read.error());
     const std::string& data = *read;
-    if (data.empty() || data.size() % sizeof(sock_filter) != 0)
+    // What the kernel would answer to loading it, found before anything runs.
+    if (data.empty()) return fail(Error{"seccomp", EINVAL, std::to_string(fd), "an empty program"});
+    if (data.size() % sizeof(sock_filter) != 0)
       return fail(Error{"read seccomp data", EINVAL, std::to_string(fd),
                         "not a whole number of BPF instructions"});
     BpfProgram program(data.size() / sizeof(sock_filter));

@@ -3,12 +3,16 @@
 // the status JSON, and the plan details the dialect relies on.
 #include <catch2/catch_test_macros.hpp>
 
+#include <linux/capability.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <map>
+#include <optional>
 
 #include "cli/bwrap.hpp"
 #include "mount/plan.hpp"
+#include "ns/credentials.hpp"
 #include "ns/status.hpp"
 
 using namespace nsrun;
@@ -57,7 +61,7 @@ TEST_CASE("bwrap: defaults are bwrap's, not nsrun's", "[bwrap]") {
   CHECK(p.seccomp == SeccompMode::none);
   CHECK(p.allow_nested_userns);
   CHECK(p.new_session == false);
-  // No PID namespace: --proc binds the caller's /proc, as in bwrap.
+  // No PID namespace of its own: --proc binds the caller's /proc, as bwrap.
   CHECK(p.proc == ProcMode::host_bind);
   CHECK(p.cap_add.empty());
   REQUIRE(p.mounts.size() == 1);
@@ -400,6 +404,98 @@ TEST_CASE("bwrap: the namespace rung is pinned; --proc follows the PID namespace
   CHECK(joined->policy.proc == ProcMode::fresh);
 }
 
+// Issue 11, "behaviours from bwrap's manual that differ today": the parts
+// decided while parsing. tests/integration/bwrap_manual_test.cpp runs them.
+
+TEST_CASE("bwrap: --size takes what bwrap's strtoull check takes", "[bwrap][manual]") {
+  auto size_of = [](const std::string& text) -> std::optional<uint64_t> {
+    auto r = parse({"--size", text, "--tmpfs", "/t", "true"});
+    if (!r) return std::nullopt;
+    return r->policy.mounts.at(0).size;
+  };
+  CHECK(size_of("1048576") == 1048576u);
+  CHECK(size_of("0x10") == 16u);  // base 0, as strtoull
+  CHECK(size_of("010") == 8u);
+  CHECK(size_of("9223372036854775807") == 9223372036854775807u);
+  for (const char* bad : {"123bogus", "", "-1", " 1", "+1", "0", "18446744073709551616"}) {
+    INFO("--size '" << bad << "'");
+    CHECK(error_of({"--size", bad, "--tmpfs", "/t", "true"}) == "--size takes a non-zero number of bytes");
+  }
+  CHECK(error_of({"--size", "9223372036854775809", "--tmpfs", "/t", "true"}) ==
+        "--size (for tmpfs) is limited to 9223372036854775807");
+  CHECK(error_of({"--size", "18446744073709551615", "--tmpfs", "/t", "true"}) ==
+        "--size (for tmpfs) is limited to 9223372036854775807");
+}
+
+TEST_CASE("bwrap: a modifier given twice before one operation is refused", "[bwrap][manual]") {
+  CHECK(error_of({"--perms", "700", "--perms", "700", "--dir", "/x", "true"}) == "--perms given twice for the same action");
+  CHECK(error_of({"--size", "10", "--size", "10", "--tmpfs", "/x", "true"}) == "--size given twice for the same action");
+  // Once each, in either order, is fine; so is one per operation.
+  CHECK(parse({"--size", "10", "--perms", "700", "--tmpfs", "/x", "true"}));
+  CHECK(parse({"--perms", "700", "--dir", "/x", "--perms", "700", "--dir", "/y", "true"}));
+}
+
+TEST_CASE("bwrap: warnings come as they are met, with the prefix set so far", "[bwrap][manual]") {
+  std::vector<std::string> said;
+  BwrapContext ctx = context();
+  ctx.warn = [&](const std::string& line) { said.push_back(line); };
+  auto r = parse({"--chdir", "/a", "--chdir", "/b", "true"}, ctx);
+  REQUIRE(r);
+  CHECK(r->policy.chdir == "/b");
+  CHECK(said == std::vector<std::string>{"bwrap: Only the last --chdir option will take effect"});
+
+  said.clear();
+  REQUIRE(parse({"--level-prefix", "--chdir", "/a", "--chdir", "/b", "--seccomp", "0", "--seccomp", "1", "true"}, ctx));
+  CHECK(said == std::vector<std::string>{"<4>bwrap: Only the last --chdir option will take effect",
+                                         "<4>bwrap: Only the last --seccomp option will take effect"});
+
+  // Printed before a later error, as bwrap prints it at once.
+  said.clear();
+  CHECK(error_of({"--chdir", "/a", "--chdir", "/b", "--frob", "true"}, ctx) == "Unknown option --frob");
+  CHECK(said.size() == 1);
+  said.clear();
+  REQUIRE(parse({"--chdir", "/a", "true"}, ctx));
+  CHECK(said.empty());
+}
+
+TEST_CASE("bwrap: overlay errors in bwrap's words", "[bwrap][manual]") {
+  const std::string dangling =
+      "--overlay-src must be followed by another --overlay-src or one of --overlay, --tmp-overlay, or --ro-overlay";
+  CHECK(error_of({"--overlay", "/up", "/wk", "/o", "true"}) == "--overlay requires at least one --overlay-src");
+  CHECK(error_of({"--overlay-src", "/a", "--tmpfs", "/r", "true"}) == dangling);
+  CHECK(error_of({"--overlay-src", "/a", "true"}) == dangling);
+  CHECK(error_of({"--overlay-src", "/a", "--"}) == dangling);
+}
+
+TEST_CASE("bwrap: --lock-file needs a process to hold it", "[bwrap][manual]") {
+  CHECK(error_of({"--unshare-pid", "--as-pid-1", "--lock-file", "/l", "true"}) ==
+        "Specifying --as-pid-1 and --lock-file is not permitted");
+  auto r = parse({"--ro-bind", "/", "/", "--lock-file", "/l", "true"});
+  REQUIRE(r);
+  auto plan = make_plan(r->policy, HostFacts{1000, 1000, "/"});
+  REQUIRE(plan);
+  CHECK(plan->reaper);  // no PID namespace, still a holder outliving the exec
+  CHECK((plan->clone_flags & CLONE_NEWPID) == 0);
+  auto plain = parse({"--ro-bind", "/", "/", "true"});
+  REQUIRE(plain);
+  auto direct = make_plan(plain->policy, HostFacts{1000, 1000, "/"});
+  REQUIRE(direct);
+  CHECK_FALSE(direct->reaper);
+}
+
+TEST_CASE("bwrap: --proc binds the caller's /proc without a PID namespace of its own", "[bwrap][manual]") {
+  auto shared = parse({"--unshare-user-try", "--proc", "/proc", "true"}, context(0));
+  REQUIRE(shared);
+  CHECK(shared->policy.ns.user);
+  CHECK(shared->policy.proc == ProcMode::host_bind);
+  auto own = parse({"--unshare-pid", "--proc", "/proc", "true"});
+  REQUIRE(own);
+  CHECK(own->policy.proc == ProcMode::fresh);
+  auto joined = parse({"--pidns", "5", "--proc", "/proc", "true"});
+  REQUIRE(joined);
+  CHECK(joined->policy.proc == ProcMode::fresh);
+}
+
 TEST_CASE("bwrap: a refused clone in bwrap's words", "[bwrap]") {
   CHECK(bwrap_message(sys_error("clone", "CLONE_NEWUSER|CLONE_NEWNS", EPERM), true) ==
         "No permissions to create a new namespace, likely because the kernel does not allow non-privileged user "
@@ -410,4 +506,44 @@ TEST_CASE("bwrap: a refused clone in bwrap's words", "[bwrap]") {
         "Creating new namespace failed: nesting depth or /proc/sys/user/max_*_namespaces exceeded (ENOSPC)");
   CHECK(bwrap_message(sys_error("mount proc on", "/proc", EPERM)) ==
         "Can't mount proc on /newroot/proc: Operation not permitted");
+}
+
+TEST_CASE("bwrap: root starts from its own effective capabilities", "[bwrap][manual]") {
+  // A caller without CAP_SYS_RESOURCE (24), as in a container.
+  BwrapContext ctx = context(0);
+  uint64_t held = 0;
+  for (int c = 0; c <= CAP_LAST_CAP; ++c) held |= uint64_t{1} << c;
+  held &= ~(uint64_t{1} << CAP_SYS_RESOURCE);
+  ctx.effective_caps = held;
+  auto r = parse({"--unshare-user", "--cap-drop", "CAP_KILL", "--cap-drop", "CAP_FOWNER", "true"}, ctx);
+  REQUIRE(r);
+  const auto& caps = r->policy.cap_add;
+  auto has = [&](const char* name) { return std::find(caps.begin(), caps.end(), name) != caps.end(); };
+  CHECK(caps.size() == static_cast<std::size_t>(CAP_LAST_CAP + 1 - 3));
+  CHECK_FALSE(has("cap_kill"));
+  CHECK_FALSE(has("cap_fowner"));
+  CHECK_FALSE(has("cap_sys_resource"));  // never more than the caller held
+  CHECK(has("cap_chown"));
+  CHECK(has("cap_sys_admin"));
+  // Only real capability names: every entry parses back.
+  CHECK(parse_capabilities(caps));
+
+  // Every capability held and no change: "ALL".
+  ctx.effective_caps.reset();
+  auto all = parse({"true"}, ctx);
+  REQUIRE(all);
+  CHECK(all->policy.cap_add == std::vector<std::string>{"ALL"});
+  auto dropped = parse({"--cap-drop", "CAP_KILL", "true"}, ctx);
+  REQUIRE(dropped);
+  CHECK(dropped->policy.cap_add.size() == static_cast<std::size_t>(CAP_LAST_CAP));
+  CHECK(parse_capabilities(dropped->policy.cap_add));
+}
+
+TEST_CASE("bwrap: kernel refusals of a seccomp program and a symlink in bwrap's words", "[bwrap][manual]") {
+  CHECK(bwrap_message(sys_error("seccomp", "", EINVAL)) ==
+        "Unable to set up system call filtering as requested: prctl(PR_SET_SECCOMP) reported EINVAL. (Hint: this "
+        "requires a kernel configured with CONFIG_SECCOMP and CONFIG_SECCOMP_FILTER.)");
+  CHECK(bwrap_message(sys_error("seccomp", "", EACCES)) == "prctl(PR_SET_SECCOMP): Permission denied");
+  CHECK(bwrap_message(Error{"symlink", 0, "/tmp/l", "existing destination is a"}) ==
+        "Can't make symlink at /tmp/l: existing destination is a");
 }
