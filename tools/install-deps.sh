@@ -5,6 +5,7 @@
 #
 #   tools/install-deps.sh          build dependencies
 #   tools/install-deps.sh --test   build dependencies + test-only extras
+#   tools/install-deps.sh --fuzz   + clang and libFuzzer (tools/fuzz.sh)
 set -euo pipefail
 
 readonly BUILD_PKGS=(g++ ninja-build pkg-config libseccomp-dev libcap-dev libfmt-dev)
@@ -20,19 +21,25 @@ readonly BACKPORTS_PKGS=(
 # util-linux brings unshare/setpriv/runuser, passwd brings useradd; qemu and
 # a Debian kernel boot the microVM image test (tests/vm).
 readonly TEST_PKGS=(bubblewrap busybox-static util-linux iproute2 passwd qemu-system-x86 linux-image-amd64)
+# Fuzzing (tools/fuzz.sh): clang with libFuzzer. 19, because bookworm's
+# default clang (14) lacks the C++20 concepts level that libstdc++ 12's
+# std::expected asks for (__cpp_concepts >= 202002L; clang 16 still lacks it).
+readonly FUZZ_PKGS=(clang-19 libclang-rt-19-dev)
 readonly BACKPORTS_LIST=/etc/apt/sources.list.d/nsrun-backports.list
 
 say() { printf 'install-deps: %s\n' "$*"; }
 die() { printf 'install-deps: ERROR: %s\n' "$*" >&2; exit 1; }
 
 usage() {
-    printf 'usage: %s [--test]\n' "${0##*/}"
+    printf 'usage: %s [--test] [--fuzz]\n' "${0##*/}"
 }
 
 want_test=0
+want_fuzz=0
 while (($#)); do
     case "$1" in
         --test) want_test=1 ;;
+        --fuzz) want_fuzz=1 ;;
         -h|--help) usage; exit 0 ;;
         *) usage >&2; die "unknown argument: $1" ;;
     esac
@@ -64,6 +71,9 @@ version_ok() {
 pkgs=("${BUILD_PKGS[@]}")
 if ((want_test)); then
     pkgs+=("${TEST_PKGS[@]}")
+fi
+if ((want_fuzz)); then
+    pkgs+=("${FUZZ_PKGS[@]}")
 fi
 
 missing=()

@@ -2,13 +2,19 @@
 # One command that does everything on a fresh Debian 12 machine (run as root):
 # installs what is missing, builds ./build and ./build-static, then runs every
 # Catch2 test binary twice, as root and as the unprivileged user nsrun-test,
+# then the soak (tools/soak.sh) as each user and the fuzzers (tools/fuzz.sh),
 # and ends with one line "N passed, N failed[, N skipped]".
 #
-#   tools/run-tests.sh [--quick] [--root-only] [-- CATCH2-ARGS...]
+#   tools/run-tests.sh [--quick] [--root-only] [--soak N] [--fuzz SECONDS] [-- CATCH2-ARGS...]
 #
-#   --quick       skip the static build (the suites then run without nsrun-static)
-#   --root-only   skip the run as nsrun-test (for debugging)
-#   -- ARGS       passed to every Catch2 binary, e.g. -- '[mount]' or a test name
+#   --quick         skip the static build and the fuzzers (the suites then run
+#                   without nsrun-static)
+#   --root-only     skip the runs as nsrun-test (for debugging)
+#   --soak N        launches of the soak per user (default 300; 0: none)
+#   --fuzz SECONDS  run time of each fuzzer (default 20; 0: none)
+#   -- ARGS         passed to every Catch2 binary, e.g. -- '[mount]' or a test
+#                   name; the soak and the fuzzers are then left out unless
+#                   asked for with --soak / --fuzz
 #
 # Environment: NSRUN_TEST_REQUIRE is passed through to the suites (CI sets it
 # to "userns"); NSRUN_TEST_TIMEOUT is the limit for one binary run in seconds
@@ -27,11 +33,15 @@ usage() {
 
 quick=0
 root_only=0
+soak=""
+fuzz=""
 catch_args=()
 while (($#)); do
     case "$1" in
         --quick) quick=1 ;;
         --root-only) root_only=1 ;;
+        --soak) soak=${2:-}; shift ;;
+        --fuzz) fuzz=${2:-}; shift ;;
         -h|--help) usage; exit 0 ;;
         --) shift; catch_args=("$@"); break ;;
         *) usage >&2; die "unknown argument: $1 (Catch2 arguments go after --)" ;;
@@ -40,6 +50,16 @@ while (($#)); do
 done
 
 [[ "$TIMEOUT" =~ ^[1-9][0-9]*$ ]] || die "NSRUN_TEST_TIMEOUT must be a number of seconds, got '$TIMEOUT'"
+# Defaults: both in a full run; the soak with --quick too; neither when
+# Catch2 arguments pick tests.
+if [[ -z "$soak" ]]; then
+    soak=$(( ${#catch_args[@]} ? 0 : 300 ))
+fi
+if [[ -z "$fuzz" ]]; then
+    fuzz=$(( ${#catch_args[@]} || quick ? 0 : 20 ))
+fi
+[[ "$soak" =~ ^[0-9]+$ ]] || die "--soak needs a number of launches, got '$soak'"
+[[ "$fuzz" =~ ^[0-9]+$ ]] || die "--fuzz needs a number of seconds, got '$fuzz'"
 
 root=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd -P)
 cd -- "$root"
@@ -47,7 +67,11 @@ cd -- "$root"
 [[ "$(id -u)" == 0 ]] || die "run me as root: I install packages, create the user $TEST_USER and run the suites as root and as that user"
 
 # ---------------------------------------------------------------- prepare
-bash "$root/tools/install-deps.sh" --test
+if ((fuzz)); then
+    bash "$root/tools/install-deps.sh" --test --fuzz
+else
+    bash "$root/tools/install-deps.sh" --test
+fi
 say "building ./build"
 bash "$root/tools/build.sh"
 if ((!quick)); then
@@ -118,6 +142,7 @@ for s in "${suites[@]}"; do
 done
 copy build/nsrun
 copy build/tools/nsrun-probe
+install -m 755 -- tools/soak.sh "$bin/soak.sh"
 if ((!quick)); then
     copy build-static/nsrun nsrun-static
 fi
@@ -263,6 +288,60 @@ for u in "${users[@]}"; do
         run_suite "$u" "$s"
     done
 done
+
+# run_step USER NAME CMD...: a script that ends with "N passed, N failed";
+# its counts join the totals (a missing line or a bad exit counts 1 failed).
+run_step() {
+    local u=$1 name=$2 d=$work/scratch-$1 log rc=0 line p=0 f=0 note=""
+    shift 2
+    log=$work/$u-$name.log
+    local -a cmd=(timeout --kill-after=30 "$TIMEOUT")
+    if [[ "$u" == root ]]; then
+        cmd+=(env TMPDIR="$d/tmp")
+    else
+        cmd+=(setpriv --reuid="$u" --regid="$u" --init-groups --
+              env -u XDG_RUNTIME_DIR -u MAIL HOME="$d/home" USER="$u" LOGNAME="$u" TMPDIR="$d/tmp")
+    fi
+    printf '\n===== %s as %s =====\n' "$name" "$u"
+    local fifo=$work/$u-$name.fifo tee_pid
+    mkfifo -m 600 "$fifo"
+    tee "$log" <"$fifo" &
+    tee_pid=$!
+    (cd -- "$d" && exec "${cmd[@]}" "$@" </dev/null) >"$fifo" 2>&1 &
+    running_pid=$!
+    wait "$running_pid" || rc=$?
+    running_pid=""
+    wait "$tee_pid" || true
+    rm -f -- "$fifo"
+    line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -n 1) || true
+    if [[ "$line" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+        p=${BASH_REMATCH[1]} f=${BASH_REMATCH[2]}
+    else
+        note="printed no summary"
+    fi
+    if ((rc != 0 && f == 0)); then
+        f=1
+        note="${note:+$note; }exit code $rc with no failure counted; counted as 1 failed"
+    fi
+    ((rc != 0)) && bad_exit=1
+    total_passed=$((total_passed + p))
+    total_failed=$((total_failed + f))
+    results+=("$(printf '%-8s %-11s %-20s %4d passed, %d failed (exit %d)%s' \
+        "$([[ $f -eq 0 ]] && echo ok || echo FAIL)" "$u" "$name" "$p" "$f" "$rc" "${note:+ - $note}")")
+}
+
+# The soak: launches with random SIGKILLs on both rungs, then nothing of
+# nsrun's may be left on the host (tools/soak.sh). NSRUN_TEST_REQUIRE tells
+# it which rungs must be usable.
+if ((soak)); then
+    for u in "${users[@]}"; do
+        run_step "$u" soak bash "$bin/soak.sh" --launches "$soak" --nsrun "$bin/nsrun"
+    done
+fi
+# The fuzzers (tools/fuzz.sh), as root: they run no sandbox.
+if ((fuzz)); then
+    run_step root fuzz bash "$root/tools/fuzz.sh" "$fuzz"
+fi
 
 printf '\n===== summary =====\n'
 printf '%s\n' "${results[@]}"

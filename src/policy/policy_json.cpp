@@ -42,6 +42,11 @@ Value mount_to_json(const MountOp& m) {
   if (m.perms) out.set("perms", fmt::format("{:04o}", *m.perms));
   if (m.size) out.set("size", *m.size);
   if (!m.data.empty()) out.set("data", m.data);
+  // Overlays and --bind-fd: without these a policy read back would mount
+  // something else than what was written (found by tests/fuzz/bwrap_args).
+  if (m.source_fd) out.set("source_fd", *m.source_fd);
+  if (!m.layers.empty()) out.set("layers", strings(m.layers));
+  if (!m.workdir.empty()) out.set("workdir", m.workdir);
   return out;
 }
 
@@ -192,7 +197,10 @@ auto optional_id_into(std::optional<I> T::*member) {
       out.*member = std::nullopt;
       return {};
     }
-    auto i = get_int(f, v, 0, std::numeric_limits<uint32_t>::max() - 1);
+    // An id is at most 2^32-2 (-1 means "none"), a descriptor at most
+    // INT_MAX: above, the cast would make it negative.
+    constexpr int64_t hi = std::min<int64_t>(std::numeric_limits<uint32_t>::max() - 1, std::numeric_limits<I>::max());
+    auto i = get_int(f, v, 0, hi);
     if (!i) return fail(i.error());
     out.*member = static_cast<I>(*i);
     return {};
@@ -224,6 +232,9 @@ Result<MountOp> mount_from_json(const Value& v, const std::string& where) {
          m.data = std::move(*s);
          return {};
        }},
+      {"source_fd", optional_id_into(&MountOp::source_fd)},
+      {"layers", strings_into(&MountOp::layers)},
+      {"workdir", string_into(&MountOp::workdir)},
   };
   MountOp m;
   if (v.is_object() && v.find("kind") == nullptr) return fail(field_error(where, "missing field 'kind'"));

@@ -305,8 +305,8 @@ void Process::fail_timeout(std::string_view what) {
   std::abort();  // not reached: FAIL throws
 }
 
-std::string Process::wait_for_line(std::string_view prefix, std::optional<Millis> timeout) {
-  auto deadline = Clock::now() + timeout.value_or(timeout_);
+std::optional<std::string> Process::poll_line(std::string_view prefix, Millis timeout) {
+  auto deadline = Clock::now() + timeout;
   for (;;) {
     // Lines before a match are consumed, so the next call finds the next one.
     size_t pos = line_scan_;
@@ -318,14 +318,19 @@ std::string Process::wait_for_line(std::string_view prefix, std::optional<Millis
       }
     }
     line_scan_ = pos;
-    if (out_fd_ < 0) {
-      FAIL(fmt::format("stdout ended before a line starting with '{}' (exit code {})\n{}", prefix,
-                       exit_code_ ? std::to_string(*exit_code_) : "unknown",
-                       describe(argv_, out_, err_)));
-    }
-    if (Clock::now() >= deadline) fail_timeout(fmt::format("a line starting with '{}'", prefix));
+    if (out_fd_ < 0 || Clock::now() >= deadline) return std::nullopt;
     pump(deadline);
   }
+}
+
+std::string Process::wait_for_line(std::string_view prefix, std::optional<Millis> timeout) {
+  if (auto line = poll_line(prefix, timeout.value_or(timeout_))) return *line;
+  if (out_fd_ < 0) {
+    FAIL(fmt::format("stdout ended before a line starting with '{}' (exit code {})\n{}", prefix,
+                     exit_code_ ? std::to_string(*exit_code_) : "unknown",
+                     describe(argv_, out_, err_)));
+  }
+  fail_timeout(fmt::format("a line starting with '{}'", prefix));
 }
 
 RunResult Process::wait(std::optional<Millis> timeout) {

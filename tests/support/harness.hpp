@@ -78,6 +78,9 @@ class Process {
   // Reads until stdout holds a complete line starting with `prefix` and
   // returns that line (without the newline). FAILs on EOF, exit or timeout.
   std::string wait_for_line(std::string_view prefix, std::optional<Millis> timeout = {});
+  // The same without failing: nullopt when stdout ends or `timeout` passes
+  // first (the process keeps running).
+  std::optional<std::string> poll_line(std::string_view prefix, Millis timeout);
 
   // kill(pid, sig): the leader only, not the group.
   void signal(int sig) const;
