@@ -14,7 +14,7 @@
 
 #include "bench/spawn.hpp"
 #include "ns/launch.hpp"
-#include "ns/timeline.hpp"
+#include "sys/timeline.hpp"
 
 namespace nsrun {
 

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "mount/plan.hpp"
-#include "ns/timeline.hpp"
+#include "sys/timeline.hpp"
 #include "sys/error.hpp"
 
 namespace nsrun {

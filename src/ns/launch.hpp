@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "mount/plan.hpp"
-#include "ns/timeline.hpp"
+#include "sys/timeline.hpp"
 #include "seccomp/filter.hpp"
 #include "policy/policy.hpp"
 #include "sys/error.hpp"

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "ns/timeline.hpp"
+#include "sys/timeline.hpp"
 #include "policy/json.hpp"
 #include "policy/policy.hpp"
 #include "sys/error.hpp"

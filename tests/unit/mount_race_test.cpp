@@ -18,7 +18,7 @@
 
 #include "mount/executor.hpp"
 #include "mount/plan.hpp"
-#include "ns/timeline.hpp"
+#include "sys/timeline.hpp"
 #include "policy/presets.hpp"
 
 using namespace nsrun;
