@@ -13,7 +13,7 @@
 #include <fmt/format.h>
 
 #include "bench/spawn.hpp"
-#include "ns/launch.hpp"
+#include "launch/launch.hpp"
 #include "sys/timeline.hpp"
 
 namespace nsrun {
