@@ -13,8 +13,8 @@
 #include <fmt/format.h>
 
 #include "bench/spawn.hpp"
-#include "ns/launch.hpp"
-#include "ns/timeline.hpp"
+#include "launch/launch.hpp"
+#include "sys/timeline.hpp"
 
 namespace nsrun {
 

@@ -21,8 +21,8 @@
 #include <fmt/format.h>
 
 #include "cli/explain.hpp"
+#include "launch/launch.hpp"
 #include "ns/credentials.hpp"
-#include "ns/launch.hpp"
 #include "policy/presets.hpp"
 #include "policy/validate.hpp"
 #include "sys/io.hpp"

@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "ns/launch.hpp"
+#include "launch/launch.hpp"
 #include "policy/env.hpp"
 #include "sys/fd.hpp"
 

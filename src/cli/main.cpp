@@ -14,11 +14,11 @@
 #include "cli/bwrap.hpp"
 #include "cli/explain.hpp"
 #include "cli/native.hpp"
-#include "ns/launch.hpp"
+#include "launch/ladder.hpp"
+#include "launch/launch.hpp"
 #include "policy/json.hpp"
 #include "policy/policy_json.hpp"
 #include "policy/validate.hpp"
-#include "probe/ladder.hpp"
 
 namespace {
 

@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "mount/plan.hpp"
-#include "ns/timeline.hpp"
 #include "sys/error.hpp"
+#include "sys/timeline.hpp"
 
 namespace nsrun {
 

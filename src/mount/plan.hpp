@@ -11,16 +11,9 @@
 
 #include "policy/policy.hpp"
 #include "sys/error.hpp"
+#include "sys/flags.hpp"  // attr::
 
 namespace nsrun {
-
-// Mount attribute bits, the kernel's MOUNT_ATTR_* values.
-namespace attr {
-inline constexpr uint64_t rdonly = 0x1;
-inline constexpr uint64_t nosuid = 0x2;
-inline constexpr uint64_t nodev = 0x4;
-inline constexpr uint64_t noexec = 0x8;
-}  // namespace attr
 
 struct MountStep {
   enum class Op {

@@ -35,7 +35,7 @@ struct ChildReport {
 
 // Parent side, in two halves. receive_raw() reads until end-of-file into
 // buffers it holds, with raw system calls: while it runs, the sandbox's
-// processes may share this process's memory (launch.cpp), so it must not
+// processes may share this process's memory (launch/launch.cpp), so it must not
 // allocate or set errno. decode() then builds the report.
 struct ChannelBytes {
   std::array<char, 65536> error;  // the first error message, tag stripped

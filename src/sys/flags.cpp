@@ -4,8 +4,6 @@
 
 #include <utility>
 
-#include "mount/plan.hpp"
-
 namespace nsrun {
 
 namespace {

@@ -14,12 +14,12 @@
 #include <string>
 
 #include "cli/native.hpp"
+#include "launch/report.hpp"
 #include "ns/channel.hpp"
 #include "policy/json.hpp"
 #include "policy/policy_json.hpp"
 #include "policy/presets.hpp"
 #include "policy/validate.hpp"
-#include "probe/report.hpp"
 #include "sys/error.hpp"
 #include "sys/io.hpp"
 

@@ -10,9 +10,9 @@
 
 #include "landlock/abi.hpp"
 #include "landlock/ruleset.hpp"
-#include "landlock/rung.hpp"
+#include "launch/ladder.hpp"
+#include "launch/landlock_rung.hpp"
 #include "policy/presets.hpp"
-#include "probe/ladder.hpp"
 
 using namespace nsrun;
 using namespace nsrun::landlock;

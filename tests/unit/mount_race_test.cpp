@@ -18,8 +18,8 @@
 
 #include "mount/executor.hpp"
 #include "mount/plan.hpp"
-#include "ns/timeline.hpp"
 #include "policy/presets.hpp"
+#include "sys/timeline.hpp"
 
 using namespace nsrun;
 using Op = MountStep::Op;

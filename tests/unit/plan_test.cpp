@@ -4,9 +4,9 @@
 
 #include <algorithm>
 
+#include "launch/launch.hpp"
 #include "mount/plan.hpp"
 #include "policy/presets.hpp"
-#include "ns/launch.hpp"
 
 using namespace nsrun;
 using Op = MountStep::Op;

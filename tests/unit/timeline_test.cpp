@@ -1,6 +1,6 @@
 #include <catch2/catch_test_macros.hpp>
 
-#include "ns/timeline.hpp"
+#include "sys/timeline.hpp"
 
 using nsrun::Timeline;
 

@@ -1,4 +1,4 @@
-#include "ns/userns.hpp"
+#include "launch/userns.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>

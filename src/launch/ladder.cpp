@@ -1,4 +1,4 @@
-#include "probe/ladder.hpp"
+#include "launch/ladder.hpp"
 
 #include <sched.h>
 #include <sys/mount.h>
@@ -9,9 +9,9 @@
 
 #include <fmt/format.h>
 
-#include "landlock/rung.hpp"
+#include "launch/landlock_rung.hpp"
+#include "launch/userns.hpp"
 #include "ns/channel.hpp"
-#include "ns/userns.hpp"
 #include "policy/json.hpp"
 #include "sys/fd.hpp"
 #include "sys/flags.hpp"

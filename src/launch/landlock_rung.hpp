@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "landlock/ruleset.hpp"
-#include "ns/launch.hpp"
+#include "launch/launch.hpp"
 #include "policy/policy.hpp"
 
 namespace nsrun::landlock {

@@ -8,9 +8,9 @@
 #include <string>
 #include <string_view>
 
-#include "ns/launch.hpp"
+#include "launch/launch.hpp"
+#include "launch/report.hpp"
 #include "policy/policy.hpp"
-#include "probe/report.hpp"
 #include "sys/error.hpp"
 
 namespace nsrun {

@@ -1,6 +1,7 @@
 // User namespace: the id maps. The child writes its own maps: a single line
 // mapping its own effective id is what an unprivileged process may write,
-// and it saves a round trip with the parent.
+// and it saves a round trip with the parent. In launch/, not ns/: it applies
+// the LaunchPlan (mount/plan.hpp), and ns/ and mount/ are peer layers.
 #pragma once
 
 #include "mount/plan.hpp"

@@ -1,4 +1,4 @@
-#include "landlock/rung.hpp"
+#include "launch/landlock_rung.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>

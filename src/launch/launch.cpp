@@ -1,4 +1,4 @@
-#include "ns/launch.hpp"
+#include "launch/launch.hpp"
 
 #include <fcntl.h>
 #include <linux/close_range.h>
@@ -15,19 +15,19 @@
 #include <fmt/format.h>
 
 #include "landlock/kernel.hpp"
+#include "launch/ladder.hpp"
+#include "launch/report.hpp"
+#include "launch/userns.hpp"
 #include "mount/executor.hpp"
 #include "ns/channel.hpp"
 #include "ns/credentials.hpp"
 #include "ns/net.hpp"
 #include "ns/reaper.hpp"
 #include "ns/status.hpp"
-#include "ns/userns.hpp"
 #include "policy/env.hpp"
-#include "probe/ladder.hpp"
-#include "probe/report.hpp"
 #include "seccomp/user_programs.hpp"
-#include "sys/flags.hpp"
 #include "sys/argv.hpp"
+#include "sys/flags.hpp"
 #include "sys/syscalls.hpp"
 
 namespace nsrun {
@@ -499,7 +499,7 @@ int run(const Policy& policy, const ErrorReporter& report_error) {
     (void)finish(0, std::nullopt);  // written before exec: nothing runs after it
     return run_unconfined(*prepared);
   }
-  // The ladder (src/probe/ladder.cpp) picks the rung and fills the report.
+  // The ladder (launch/ladder.cpp) picks the rung and fills the report.
   LadderOutcome outcome = run_ladder(policy, *prepared, report);
   return finish(outcome.exit_code, outcome.error, outcome.cause);
 }

@@ -11,11 +11,11 @@
 #include <utility>
 #include <vector>
 
-#include "ns/timeline.hpp"
 #include "policy/json.hpp"
 #include "policy/policy.hpp"
 #include "sys/error.hpp"
 #include "sys/fd.hpp"
+#include "sys/timeline.hpp"
 
 namespace nsrun {
 

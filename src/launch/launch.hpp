@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "mount/plan.hpp"
-#include "ns/timeline.hpp"
-#include "seccomp/filter.hpp"
 #include "policy/policy.hpp"
+#include "seccomp/filter.hpp"
 #include "sys/error.hpp"
+#include "sys/timeline.hpp"
 
 namespace nsrun {
 

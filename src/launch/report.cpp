@@ -1,4 +1,4 @@
-#include "probe/report.hpp"
+#include "launch/report.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

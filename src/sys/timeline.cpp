@@ -1,4 +1,4 @@
-#include "ns/timeline.hpp"
+#include "sys/timeline.hpp"
 
 #include <time.h>
 
