@@ -49,7 +49,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   // (reading the fuzzer's own stdin would hang it).
   ctx.read_fd = [fd](int n) -> Result<std::string> {
     if (n != fd) return fail(Error{"read", EBADF, std::to_string(n), {}});
-    return read_all(n, "read", std::to_string(n));
+    return read_all(n, "read", std::to_string(n), max_input_bytes);
   };
   ctx.fd_open = [fd](int n) { return n == fd; };
 
