@@ -6,6 +6,7 @@
 // and under nsrun called as `bwrap`; stdout, the exit status and the files
 // left on the host must agree, and the effects each harness relies on are
 // checked on the host.
+#include "bwrap_oracle.hpp"
 #include "harness.hpp"
 
 #include <catch2/catch_test_macros.hpp>
@@ -25,27 +26,6 @@
 using namespace nsrun_test;
 
 namespace {
-
-constexpr const char* oracle = "/usr/bin/bwrap";
-
-void require_oracle() {
-  if (::access(oracle, X_OK) != 0)
-    unavailable("bwrap-oracle", "/usr/bin/bwrap is missing (tools/install-deps.sh --test installs bubblewrap)");
-}
-
-bool is_root() { return ::getuid() == 0; }
-
-// A directory holding `bwrap` -> nsrun: how harnesses find us.
-struct BwrapShim {
-  TempDir dir{"bin"};
-  std::string path = dir / "bwrap";
-  BwrapShim() { REQUIRE(::symlink(nsrun_path().c_str(), path.c_str()) == 0); }
-};
-
-// `<bwrap> ARGS` through sh, so a case can open fds (`3<file`).
-RunResult run_bwrap(const std::string& bwrap, const std::string& args, const RunOptions& opts = {}) {
-  return run({"/bin/sh", "-c", fmt::format("exec {} {}", shell_quote(bwrap), args)}, opts);
-}
 
 // The same command line under the oracle and under nsrun: stdout and the
 // status must agree. Returns nsrun's result for further checks.

@@ -4,6 +4,7 @@
 // both and the effects must agree; where it is newer than 0.8, the words of
 // bwrap 0.11's manual and source are the reference. Runs as root and as the
 // unprivileged test user (tools/run-tests.sh does both).
+#include "bwrap_oracle.hpp"
 #include "harness.hpp"
 
 #include <catch2/catch_test_macros.hpp>
@@ -23,22 +24,6 @@
 using namespace nsrun_test;
 
 namespace {
-
-constexpr const char* oracle = "/usr/bin/bwrap";
-
-void require_oracle() {
-  if (::access(oracle, X_OK) != 0)
-    unavailable("bwrap-oracle", "/usr/bin/bwrap is missing (tools/install-deps.sh --test installs bubblewrap)");
-}
-
-bool is_root() { return ::getuid() == 0; }
-
-// A directory holding `bwrap` -> nsrun: how harnesses find us.
-struct Shim {
-  TempDir dir{"bin"};
-  std::string path = dir / "bwrap";
-  Shim() { REQUIRE(::symlink(nsrun_path().c_str(), path.c_str()) == 0); }
-};
 
 // `<bwrap> ARGS` through sh (so a case can open fds), under umask 077: bwrap
 // builds the root with umask 0, so the modes it gives must not depend on it.
@@ -94,7 +79,7 @@ LockState lock_state(const std::string& path, int cmd) {
 TEST_CASE("bwrap manual: --unshare-user-try as root runs as under bwrap", "[bwrap][manual]") {
   require_userns();
   require_oracle();
-  Shim shim;
+  BwrapShim shim;
   const std::string host_userns = read_link("/proc/self/ns/user");
   REQUIRE_FALSE(host_userns.empty());
   // The issue's command line, and what it made: a user namespace of its
@@ -118,7 +103,7 @@ TEST_CASE("bwrap manual: --unshare-user-try as root runs as under bwrap", "[bwra
 TEST_CASE("bwrap manual: uid 0 keeps every capability bwrap keeps", "[bwrap][manual][caps]") {
   require_userns();
   require_oracle();
-  Shim shim;
+  BwrapShim shim;
   const std::string drops = "--cap-drop CAP_KILL --cap-drop CAP_FOWNER";
   const uint64_t dropped = (uint64_t{1} << 5) | (uint64_t{1} << 3);  // CAP_KILL, CAP_FOWNER
   const uint64_t held = cap_value(read_file("/proc/self/status"), "CapEff:");
@@ -163,7 +148,7 @@ TEST_CASE("bwrap manual: uid 0 keeps every capability bwrap keeps", "[bwrap][man
 TEST_CASE("bwrap manual: --lock-file is held while the command runs", "[bwrap][manual][lock]") {
   require_userns();
   require_oracle();
-  Shim shim;
+  BwrapShim shim;
   for (const std::string pid_ns : {"", "--unshare-pid "}) {
     for (const std::string& bwrap : {std::string(oracle), shim.path}) {
       // Named without the shim's path, which is new on every pass.
@@ -202,7 +187,7 @@ TEST_CASE("bwrap manual: --lock-file is held while the command runs", "[bwrap][m
 TEST_CASE("bwrap manual: mount points made for binds are 0755 directories and 0444 files", "[bwrap][manual][modes]") {
   require_userns();
   require_oracle();
-  Shim shim;
+  BwrapShim shim;
   std::vector<std::string> modes;
   for (const std::string& bwrap : {std::string(oracle), shim.path}) {
     TempDir ws("mp");
@@ -221,7 +206,7 @@ TEST_CASE("bwrap manual: mount points made for binds are 0755 directories and 04
 TEST_CASE("bwrap manual: --dir leaves an existing directory's mode alone; --perms and --chmod", "[bwrap][manual][modes]") {
   require_userns();
   require_oracle();
-  Shim shim;
+  BwrapShim shim;
   std::vector<std::string> seen;
   for (const std::string& bwrap : {std::string(oracle), shim.path}) {
     TempDir ws("dir");
@@ -248,7 +233,7 @@ TEST_CASE("bwrap manual: --dir leaves an existing directory's mode alone; --perm
 TEST_CASE("bwrap manual: bad --size, --perms and --size twice, --as-pid-1 with --lock-file", "[bwrap][manual][errors]") {
   require_userns();
   require_oracle();
-  Shim shim;
+  BwrapShim shim;
   TempDir ws("size");
   const std::string ran = ws / "ran";
   const std::vector<std::string> cases{
@@ -280,7 +265,7 @@ TEST_CASE("bwrap manual: bad --size, --perms and --size twice, --as-pid-1 with -
 TEST_CASE("bwrap manual: --chdir given twice warns, the last one wins", "[bwrap][manual][warn]") {
   require_userns();
   require_oracle();
-  Shim shim;
+  BwrapShim shim;
   const std::string args = "--ro-bind / / --chdir /etc --chdir / pwd";
   RunResult want = run_under(oracle, args);
   RunResult got = run_under(shim.path, args);
@@ -297,7 +282,7 @@ TEST_CASE("bwrap manual: --chdir given twice warns, the last one wins", "[bwrap]
 
 TEST_CASE("bwrap manual: overlay and symlink errors in bwrap 0.11's words", "[bwrap][manual][errors]") {
   require_userns();
-  Shim shim;
+  BwrapShim shim;
   TempDir ws("ov");
   make_dir(ws / "low");
   const std::string ran = ws / "ran";
@@ -332,7 +317,7 @@ TEST_CASE("bwrap manual: overlay and symlink errors in bwrap 0.11's words", "[bw
 TEST_CASE("bwrap manual: --seccomp with a program the kernel refuses", "[bwrap][manual][errors]") {
   require_userns();
   require_oracle();
-  Shim shim;
+  BwrapShim shim;
   TempDir ws("bpf");
   write_file(ws / "garbage", "garbage!");        // one instruction, not a valid one
   write_file(ws / "empty", "");                  // no instruction at all
@@ -371,7 +356,7 @@ TEST_CASE("bwrap manual: --seccomp with a program the kernel refuses", "[bwrap][
 // outlive it.
 TEST_CASE("bwrap manual: the --lock-file holder is out of the command's reach", "[bwrap][manual][lock][escape]") {
   require_userns();
-  Shim shim;
+  BwrapShim shim;
   TempDir ws("holder");
   const std::string lock = ws / "lock";
   write_file(lock, "");

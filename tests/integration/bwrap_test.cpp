@@ -2,6 +2,7 @@
 // as a test oracle only, runs the same command line and payload as nsrun
 // called as `bwrap`; stdout, exit status and the effects on the host must
 // agree. Options newer than the oracle are checked against the manual.
+#include "bwrap_oracle.hpp"
 #include "harness.hpp"
 
 #include <catch2/catch_test_macros.hpp>
@@ -17,27 +18,6 @@
 using namespace nsrun_test;
 
 namespace {
-
-constexpr const char* oracle = "/usr/bin/bwrap";
-
-void require_oracle() {
-  if (::access(oracle, X_OK) != 0)
-    unavailable("bwrap-oracle", "/usr/bin/bwrap is missing (tools/install-deps.sh --test installs bubblewrap)");
-}
-
-bool is_root() { return ::getuid() == 0; }
-
-// A directory holding `bwrap` -> nsrun: how harnesses find us.
-struct BwrapShim {
-  TempDir dir{"bin"};
-  std::string path = dir / "bwrap";
-  BwrapShim() { REQUIRE(::symlink(nsrun_path().c_str(), path.c_str()) == 0); }
-};
-
-// Runs `<bwrap> ARGS` through sh, so a case can open extra fds (`3<file`).
-RunResult run_bwrap(const std::string& bwrap, const std::string& args, const RunOptions& opts) {
-  return run({"/bin/sh", "-c", fmt::format("exec {} {}", shell_quote(bwrap), args)}, opts);
-}
 
 struct Case {
   Case(std::string n, std::string a, bool root = false, std::string file = {})

@@ -38,31 +38,10 @@ using namespace nsrun_test;
 
 namespace {
 
-enum class Rung { namespaces, landlock };
-
 // The kernel's Landlock ABI (0: none), asked directly, not through nsrun.
 int landlock_abi() {
   long abi = syscall(SYS_landlock_create_ruleset, nullptr, 0, LANDLOCK_CREATE_RULESET_VERSION);
   return abi < 0 ? 0 : static_cast<int>(abi);
-}
-
-// Options that select the rung, after checking that it can run here.
-std::vector<std::string> rung_options(Rung rung) {
-  if (rung == Rung::namespaces) {
-    require_userns();
-    // Until `--backend` exists (issue 3) the namespace rung is the only one.
-    return {};
-  }
-  static const std::string refusal = [] {
-    TempDir ws("ll");
-    RunResult r = nsrun({"--backend", "landlock", "--", probe_path(), "getpid"}, at(ws));
-    return r.exit_code == 0 ? std::string() : chomp(r.err.empty() ? r.out : r.err);
-  }();
-  if (!refusal.empty())
-    unavailable("landlock-rung", fmt::format("nsrun rejects --backend landlock ({}); "
-                                             "the Landlock variants of the escape suite did not run",
-                                             refusal));
-  return {"--backend", "landlock"};
 }
 
 std::vector<std::string> concat(std::vector<std::string> a, const std::vector<std::string>& b) {

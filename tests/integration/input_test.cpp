@@ -20,18 +20,6 @@ using namespace nsrun_test;
 
 namespace {
 
-enum class Rung { namespaces, landlock };
-
-// Options that pin the rung, after checking that it can run here.
-std::vector<std::string> rung_options(Rung rung) {
-  if (rung == Rung::namespaces) {
-    require_userns();
-    return {"--backend", "namespaces"};
-  }
-  require_landlock();
-  return {"--backend", "landlock"};
-}
-
 std::vector<std::string> concat(std::vector<std::string> a, const std::vector<std::string>& b) {
   a.insert(a.end(), b.begin(), b.end());
   return a;

@@ -27,18 +27,6 @@ using namespace nsrun_test;
 
 namespace {
 
-enum class Rung { namespaces, landlock };
-
-// Options that select the rung, after checking that it can run here.
-std::vector<std::string> rung_options(Rung rung) {
-  if (rung == Rung::namespaces) {
-    require_userns();
-    return {"--backend", "namespaces"};
-  }
-  require_landlock();
-  return {"--backend", "landlock"};
-}
-
 // nsrun RUNG-OPTIONS OPTIONS -- nsrun-probe ARGS, from `cwd`.
 RunResult probe(Rung rung, const std::vector<std::string>& options, const std::vector<std::string>& args,
                 const std::string& cwd) {

@@ -28,17 +28,6 @@ using namespace nsrun_test;
 
 namespace {
 
-enum class Rung { namespaces, landlock };
-
-std::vector<std::string> rung_options(Rung rung) {
-  if (rung == Rung::namespaces) {
-    require_userns();
-    return {"--backend", "namespaces"};
-  }
-  require_landlock();
-  return {"--backend", "landlock"};
-}
-
 // A listening socket at `path`; connections stay queued until counted.
 class HostListener {
  public:

@@ -453,6 +453,24 @@ void require_landlock() {
   if (abi < 1) unavailable("landlock", "landlock_create_ruleset reports no ABI");
 }
 
+std::vector<std::string> rung_options(Rung rung) {
+  if (rung == Rung::namespaces) {
+    require_userns();
+    return {"--backend", "namespaces"};
+  }
+  require_landlock();
+  // A kernel whose Landlock ABI cannot express the default policy makes
+  // nsrun refuse the rung: skip loudly (or fail when it is required).
+  static const std::string refusal = [] {
+    TempDir ws("ll");
+    RunResult r = nsrun({"--backend", "landlock", "--", "/bin/true"}, at(ws));
+    return r.exit_code == 0 ? std::string() : chomp(r.err.empty() ? r.out : r.err);
+  }();
+  if (!refusal.empty())
+    unavailable("landlock", fmt::format("nsrun refuses --backend landlock here ({})", refusal));
+  return {"--backend", "landlock"};
+}
+
 void require_userns() {
   // 0: usable; otherwise the errno of the refusal. Asked once per run.
   static const int refusal = [] {

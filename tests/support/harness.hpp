@@ -147,6 +147,12 @@ void require_userns();
 // The same for Landlock (any ABI).
 void require_landlock();
 
+// The two rungs, for tests that run an attack on each: the options that pin
+// the rung, after checking (require_userns / require_landlock) that it can
+// run here.
+enum class Rung { namespaces, landlock };
+std::vector<std::string> rung_options(Rung rung);
+
 // Like require_userns for any optional feature: FAILs when
 // $NSRUN_TEST_REQUIRE contains `feature`, else SKIPs with `reason`.
 [[noreturn]] void unavailable(std::string_view feature, std::string_view reason);
