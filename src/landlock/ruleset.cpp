@@ -150,22 +150,4 @@ std::expected<Ruleset, CannotExpress> make_ruleset(const Policy& p, int abi, con
 
 PathRule tmpdir_rule(const Ruleset& r, const std::string& dir) { return {dir, r.handled_fs, false, "private TMPDIR"}; }
 
-std::string fs_right_names(uint64_t access) {
-  static constexpr std::pair<uint64_t, const char*> names[] = {
-      {fs::execute, "execute"},       {fs::write_file, "write_file"}, {fs::read_file, "read_file"},
-      {fs::read_dir, "read_dir"},     {fs::remove_dir, "remove_dir"}, {fs::remove_file, "remove_file"},
-      {fs::make_char, "make_char"},   {fs::make_dir, "make_dir"},     {fs::make_reg, "make_reg"},
-      {fs::make_sock, "make_sock"},   {fs::make_fifo, "make_fifo"},   {fs::make_block, "make_block"},
-      {fs::make_sym, "make_sym"},     {fs::refer, "refer"},           {fs::truncate, "truncate"},
-      {fs::ioctl_dev, "ioctl_dev"},
-  };
-  std::string out;
-  for (const auto& [bit, label] : names) {
-    if ((access & bit) == 0) continue;
-    if (!out.empty()) out += '|';
-    out += label;
-  }
-  return out.empty() ? "0" : out;
-}
-
 }  // namespace nsrun::landlock

@@ -65,7 +65,4 @@ std::expected<Ruleset, CannotExpress> make_ruleset(const Policy& policy, int abi
 // handles. make_ruleset() adds it when Inputs::tmpdir is set.
 PathRule tmpdir_rule(const Ruleset& r, const std::string& dir);
 
-// Compact rendering of a rights mask: "read_file|read_dir|execute".
-std::string fs_right_names(uint64_t access);
-
 }  // namespace nsrun::landlock

@@ -1,6 +1,6 @@
 // The launch report (--report PATH, --report-fd N): one JSON object saying
 // which rung ran the command, why the others did not, and how long each
-// launch phase took. Reason codes are stable; docs/report.md lists them.
+// launch phase took. Reason codes are stable; docs/ladder.md lists them.
 #pragma once
 
 #include <sys/types.h>

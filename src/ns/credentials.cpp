@@ -100,11 +100,6 @@ Result<void> set_capabilities(const std::vector<cap_value_t>& keep) {
   return {};
 }
 
-Result<void> drop_capabilities(const std::vector<cap_value_t>& keep) {
-  if (auto r = drop_bounding_and_ambient(keep); !r) return r;
-  return set_capabilities(keep);
-}
-
 Result<void> set_no_new_privs() {
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return fail(sys_error("no_new_privs"));
   return {};

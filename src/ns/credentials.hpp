@@ -29,9 +29,6 @@ Result<void> drop_bounding_and_ambient(const std::vector<cap_value_t>& keep);
 // raising the kept ones as ambient so they survive exec.
 Result<void> set_capabilities(const std::vector<cap_value_t>& keep);
 
-// Both of the above.
-Result<void> drop_capabilities(const std::vector<cap_value_t>& keep);
-
 Result<void> set_no_new_privs();
 
 }  // namespace nsrun
