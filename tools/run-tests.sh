@@ -207,16 +207,24 @@ parse_summary() {
     shopt -u nocasematch
 }
 
-run_suite() { # run_suite USER SUITE
-    local u=$1 s=$2 d=$work/scratch-$1 log rc rc0 note
-    log=$work/$u-$s.log
-    local -a cmd=(timeout --kill-after=30 "$TIMEOUT")
+# as_user USER: fills the caller's array `cmd` with the prefix that runs a
+# command as USER under the time limit, in USER's scratch HOME and TMPDIR.
+as_user() {
+    local u=$1 d=$work/scratch-$1
+    cmd=(timeout --kill-after=30 "$TIMEOUT")
     if [[ "$u" == root ]]; then
         cmd+=(env TMPDIR="$d/tmp")
     else
         cmd+=(setpriv --reuid="$u" --regid="$u" --init-groups --
               env -u XDG_RUNTIME_DIR -u MAIL HOME="$d/home" USER="$u" LOGNAME="$u" TMPDIR="$d/tmp")
     fi
+}
+
+run_suite() { # run_suite USER SUITE
+    local u=$1 s=$2 d=$work/scratch-$1 log rc rc0 note
+    log=$work/$u-$s.log
+    local -a cmd
+    as_user "$u"
     cmd+=("$bin/$s" --reporter console --colour-mode none "${catch_args[@]}")
 
     printf '\n===== %s as %s =====\n' "$s" "$u"
@@ -295,13 +303,8 @@ run_step() {
     local u=$1 name=$2 d=$work/scratch-$1 log rc=0 line p=0 f=0 note=""
     shift 2
     log=$work/$u-$name.log
-    local -a cmd=(timeout --kill-after=30 "$TIMEOUT")
-    if [[ "$u" == root ]]; then
-        cmd+=(env TMPDIR="$d/tmp")
-    else
-        cmd+=(setpriv --reuid="$u" --regid="$u" --init-groups --
-              env -u XDG_RUNTIME_DIR -u MAIL HOME="$d/home" USER="$u" LOGNAME="$u" TMPDIR="$d/tmp")
-    fi
+    local -a cmd
+    as_user "$u"
     printf '\n===== %s as %s =====\n' "$name" "$u"
     local fifo=$work/$u-$name.fifo tee_pid
     mkfifo -m 600 "$fifo"

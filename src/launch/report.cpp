@@ -15,7 +15,6 @@
 
 namespace nsrun {
 
-
 json::Value to_json(const LaunchReport& r) {
   using json::Value;
   Value out = Value::object();
