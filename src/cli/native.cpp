@@ -90,6 +90,17 @@ Result<int> parse_fd(std::string_view option, const std::string& text) {
   return fd;
 }
 
+// One limit value, parsed with the option's own name in the message.
+Handler limit_value(std::string_view option, std::optional<uint64_t> Limits::*member,
+                    Result<uint64_t> (*parse)(std::string_view, std::string_view)) {
+  return [option, member, parse](Policy& p, Args a) -> Result<void> {
+    auto v = parse(option, a[0]);
+    if (!v) return fail(v.error());
+    p.limits.*member = *v;
+    return {};
+  };
+}
+
 const std::vector<Option>& options() {
   static const std::vector<Option> table = {
       {"--mode", 1, "MODE", "read-only, workspace-write (default) or full-access",
@@ -161,6 +172,39 @@ const std::vector<Option>& options() {
        set_value(&Policy::new_session, std::optional<bool>(true))},
       {"--no-new-session", 0, "", "never setsid (TIOCSTI stays refused by the filter)",
        set_value(&Policy::new_session, std::optional<bool>(false))},
+      // Limits (issue 15, policy/limits.hpp).
+      {"--limit-memory", 1, "SIZE", "memory of the whole sandbox (512M, 2G)", limit_value("--limit-memory", &Limits::memory, parse_size)},
+      {"--limit-pids", 1, "N", "processes and threads of the command at once", limit_value("--limit-pids", &Limits::pids, parse_count)},
+      {"--limit-cpu", 1, "CORES", "CPU bandwidth (0.5, 2)", limit_value("--limit-cpu", &Limits::cpu_millis, parse_cores)},
+      {"--timeout", 1, "DURATION", "end the sandbox after DURATION (30s, 500ms, 2m); exit status 124",
+       limit_value("--timeout", &Limits::timeout_ms, parse_duration_ms)},
+      {"--kill-after", 1, "DURATION", "after a timeout, SIGKILL this long after SIGTERM (default 2s)",
+       [](Policy& p, Args a) -> Result<void> {
+         auto v = parse_duration_ms("--kill-after", a[0]);
+         if (!v) return fail(v.error());
+         p.limits.kill_after_ms = *v;
+         return {};
+       }},
+      {"--rlimit", 1, "NAME=SOFT[:HARD]", "core, nofile, fsize, nproc, cpu, stack or as (repeatable; core=0 default)",
+       [](Policy& p, Args a) -> Result<void> {
+         auto r = parse_rlimit("--rlimit", a[0]);
+         if (!r) return fail(r.error());
+         p.limits.rlimits.push_back(std::move(*r));
+         return {};
+       }},
+      {"--tmpfs-size", 1, "SIZE", "size= of every tmpfs nsrun mounts (the private /tmp among them)",
+       limit_value("--tmpfs-size", &Limits::tmpfs_size, parse_size)},
+      {"--limits", 1, "MODE", "strict (default: refuse a limit that cannot be enforced), best-effort or require-cgroup",
+       [](Policy& p, Args a) -> Result<void> {
+         auto m = parse_limits_mode(a[0]);
+         if (!m) return fail(usage_error("--limits", fmt::format("unknown value '{}' (expected strict, best-effort or "
+                                                                 "require-cgroup)",
+                                                                 a[0])));
+         p.limits.mode = *m;
+         return {};
+       }},
+      {"--verdict", 0, "", "one line on stderr when the command failed after the sandbox refused something",
+       set_value(&Policy::verdict, true)},
       {"--pass-fd", 1, "FD", "keep FD open for the command (repeatable)",
        [](Policy& p, Args a) -> Result<void> {
          auto fd = parse_fd("--pass-fd", a[0]);

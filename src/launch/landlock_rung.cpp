@@ -17,6 +17,7 @@
 
 #include "landlock/kernel.hpp"
 #include "ns/channel.hpp"
+#include "ns/outcome.hpp"
 #include "ns/credentials.hpp"
 #include "ns/reaper.hpp"
 #include "seccomp/filter.hpp"
@@ -122,6 +123,34 @@ void remove_reported_tmpdir(int name_in) {
   remove_tree(std::string(name));
 }
 
+// nsrun's timer asks the supervisor to end the sandbox: without a PID
+// namespace "every process of the sandbox" is every descendant of the
+// supervisor (it is their subreaper, so a daemonised one is still below
+// it), found by walking /proc's parent links from here.
+void terminate_descendants() {
+  const pid_t self = ::getpid();
+  std::vector<std::pair<pid_t, pid_t>> links;  // (pid, parent)
+  if (DIR* proc = ::opendir("/proc")) {
+    while (dirent* e = ::readdir(proc)) {
+      char* end = nullptr;
+      const long pid = std::strtol(e->d_name, &end, 10);
+      if (pid <= 0 || *end != '\0') continue;
+      char path[64];
+      std::snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+      Fd fd(::open(path, O_RDONLY | O_CLOEXEC));
+      char buf[512];
+      const ssize_t n = fd ? ::read(fd.get(), buf, sizeof buf) : -1;
+      if (n > 0) links.emplace_back(static_cast<pid_t>(pid), parent_in_stat(std::string_view(buf, static_cast<std::size_t>(n))));
+    }
+    ::closedir(proc);
+  }
+  std::vector<pid_t> below{self};
+  for (std::size_t i = 0; i < below.size(); ++i)
+    for (const auto& [pid, parent] : links)
+      if (parent == below[i] && std::find(below.begin(), below.end(), pid) == below.end()) below.push_back(pid);
+  for (std::size_t i = 1; i < below.size(); ++i) ::kill(below[i], SIGTERM);
+}
+
 // The supervisor's parent-death signal: a real-time one, outside the set
 // forwarded to the command, so it cannot be confused with a forwarded
 // SIGHUP and is queued (blocked) until the wait loop takes it.
@@ -188,9 +217,17 @@ int parent_death_signal() { return SIGRTMIN + 2; }
     ::_exit(125);
   }
   // Nothing of nsrun's is needed from here on: the channel, the ruleset,
-  // status fds and the caller's fds stay with nsrun and the command.
-  ::close_range(3, ~0U, 0);
-  const int code = wait_forwarding_until(command, death);
+  // status fds and the caller's fds stay with nsrun and the command; only
+  // the socket for the command's last words.
+  if (p.words_fd >= 3) {
+    ::close_range(3, static_cast<unsigned>(p.words_fd) - 1, 0);
+    ::close_range(static_cast<unsigned>(p.words_fd) + 1, ~0U, 0);
+  } else {
+    ::close_range(3, ~0U, 0);
+  }
+  int raw = 0;
+  const int code = wait_command(command, WaitOptions{death, terminate_descendants}, &raw);
+  if (code >= 0) send_final_status(p.words_fd, raw, -1);
   // The command exited (its descendants may live on) or nsrun died.
   end_leftovers();
   remove_tree(tmpdir);
@@ -247,6 +284,13 @@ Readiness assess(const Policy& policy) {
 
 LaunchOutcome run(Prepared& p, const Policy& policy, Readiness ready) {
   LaunchOutcome out;
+  // The limits again, for this rung: what an rlimit can keep differs
+  // without a user namespace, and there is no tmpfs to size.
+  if (auto r = prepare_limits(policy, p, FilterRung::landlock); !r) {
+    out.error = r.error();
+    out.timeline = p.timeline;
+    return out;
+  }
   // Without a network namespace, --network none is the filter's to keep.
   auto filter = compile_filter(policy, FilterRung::landlock);
   if (!filter) {
@@ -278,6 +322,18 @@ LaunchOutcome run(Prepared& p, const Policy& policy, Readiness ready) {
   }
   Fd name_in(names[0]);
   Fd name_out(names[1]);
+  std::optional<ChannelPair> words;
+  if (p.observe) {
+    auto pair = make_channel();
+    if (!pair) {
+      out.error = pair.error();
+      out.timeline = p.timeline;
+      return out;
+    }
+    words = std::move(*pair);
+    p.words_fd = words->child.get();
+    p.words_parent_fd = words->parent.get();
+  }
   // A second line behind the supervisor: if it is killed, the command's
   // processes come to nsrun, which ends them as before.
   ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
@@ -295,11 +351,14 @@ LaunchOutcome run(Prepared& p, const Policy& policy, Readiness ready) {
   if (child == 0) {
     channel->parent.reset();
     name_in.reset();
+    if (words) words->parent.reset();
     supervisor(nsrun_pid, channel->child.get(), name_out.get(), p, original_mask, setup, ready.ruleset);
   }
   channel->child.reset();
   name_out.reset();
   fd->reset();
+  if (words) words->child.reset();
+  p.words_fd = -1;
   out = supervise(child, channel->parent.get(), p, original_mask);
   // The supervisor has ended the command's processes and removed the
   // TMPDIR; only if it was killed itself is anything left, now ours.

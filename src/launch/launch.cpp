@@ -22,12 +22,16 @@
 #include "ns/channel.hpp"
 #include "ns/credentials.hpp"
 #include "ns/net.hpp"
+#include "ns/outcome.hpp"
 #include "ns/reaper.hpp"
+#include "ns/rlimits.hpp"
 #include "ns/status.hpp"
 #include "policy/env.hpp"
+#include "seccomp/notify.hpp"
 #include "seccomp/user_programs.hpp"
 #include "sys/argv.hpp"
 #include "sys/flags.hpp"
+#include "sys/raw.hpp"
 #include "sys/syscalls.hpp"
 
 namespace nsrun {
@@ -68,8 +72,10 @@ Result<void> enter_directory(const LaunchPlan& plan) {
 }
 
 // Closes every fd above 2 except the held ones (lock fds) and `also`.
-void close_all_but(const std::vector<Fd>& held, int also) {
-  std::vector<int> keep{also};
+void close_all_but(const std::vector<Fd>& held, std::initializer_list<int> also) {
+  std::vector<int> keep;
+  for (int fd : also)
+    if (fd >= 0) keep.push_back(fd);
   for (const auto& fd : held) keep.push_back(fd.get());
   std::sort(keep.begin(), keep.end());
   unsigned from = 3;
@@ -79,6 +85,25 @@ void close_all_but(const std::vector<Fd>& held, int also) {
   }
   ::close_range(from, ~0U, 0);
 }
+
+// The command's filter, refusals sent to nsrun when a notifying variant
+// exists: the listener goes to nsrun at once and is closed here, so the
+// command never holds it. Where the kernel (or an outer sandbox, whose
+// filter refuses listeners) says no, the plain filter: the same refusals,
+// unobserved.
+Result<void> load_command_filter(const Prepared& p) {
+  if (!p.seccomp_notify.empty() && p.words_fd >= 0) {
+    if (auto listener = load_filter_listening(p.seccomp_notify)) {
+      send_listener(p.words_fd, listener->get());
+      return {};
+    }
+  }
+  return load_filter(p.seccomp);
+}
+
+// PID 1's answer to nsrun's timer: SIGTERM to every process of its PID
+// namespace (kill(-1) spares the caller).
+void end_pid_namespace() { sys::raw(SYS_kill, -1, SIGTERM); }
 
 // execvp semantics with our own PATH (glibc's execvpe reads the caller's
 // environment, not the one given). Returns only on failure.
@@ -115,6 +140,7 @@ Error try_exec(Prepared& p) {
     if (auto r = set_capabilities(p.keep_caps); !r) die(channel, r.error());
     if (auto r = set_no_new_privs(); !r) die(channel, r.error());
   }
+  if (auto r = apply_rlimits(p.limits.rlimits); !r) die(channel, r.error());
   p.timeline.mark("credentials");
   if (landlock) {
     if (auto r = landlock::restrict_self(setup.landlock_ruleset); !r) die(channel, r.error());
@@ -122,7 +148,7 @@ Error try_exec(Prepared& p) {
   }
   // Last: from here on the command's own restrictions apply to us too.
   if (!setup.confined_by_parent)
-    if (auto r = load_filter(p.seccomp); !r) die(channel, r.error());
+    if (auto r = load_command_filter(p); !r) die(channel, r.error());
   for (const auto& program : p.extra_seccomp)
     if (auto r = load_filter(program); !r) die(channel, r.error());
   // The check tries for real: if it succeeds, the command never runs.
@@ -230,6 +256,10 @@ namespace {
     if (auto r = bring_up_loopback(); !r) die(channel, r.error());
     p.timeline.mark("loopback");
   }
+  // Read at the end: the sysctl answers for the reader's PID namespace,
+  // whichever procfs the file was opened on (the host's, still mounted).
+  if (p.observe && p.plan.reaper && (p.plan.clone_flags & CLONE_NEWPID) != 0)
+    p.last_pid_fd = ::open("/proc/sys/kernel/ns_last_pid", O_RDONLY | O_CLOEXEC);
   if (auto r = build_root(p.plan.mounts, p.timeline); !r) die(channel, r.error());
   // bwrap --userns2: the set-up needed the outer namespace's capabilities;
   // the command (and PID 1) live in the inner one. Before the capability
@@ -241,6 +271,7 @@ namespace {
   if (!locks) die(channel, locks.error());
   if (p.block_fd >= 0)
     if (auto r = wait_on_fd(p.block_fd, "block-fd"); !r) die(channel, r.error());
+  if (p.words_parent_fd >= 0) ::close(p.words_parent_fd);
   // Once for PID 1 and the command: both inherit the emptied sets. Only
   // what this process holds can be kept (bwrap's --cap-add ALL).
   p.keep_caps = held_capabilities(p.keep_caps);
@@ -260,12 +291,12 @@ namespace {
     if (auto r = enter_directory(p.plan); !r) die(channel, r.error());
     if (auto r = set_capabilities({}); !r) die(channel, r.error());
     if (auto r = set_no_new_privs(); !r) die(channel, r.error());
-    if (auto r = load_filter(p.seccomp); !r) die(channel, r.error());
+    if (auto r = load_command_filter(p); !r) die(channel, r.error());
   }
   const pid_t command = spawn_command(channel, p, original_mask, setup);
   if (command < 0) die(channel, sys_error("fork", "command"));
 
-  close_all_but(*locks, channel);
+  close_all_but(*locks, {channel, p.words_fd, p.last_pid_fd});
   if (!setup.confined_by_parent) {
     // PID 1 must not go on unconfined beside the command: when its own
     // confinement fails it reports and exits, and the kernel ends the
@@ -275,7 +306,12 @@ namespace {
     if (auto r = load_filter(p.seccomp); !r) die(channel, r.error());
   }
   ::close(channel);
-  ::_exit(wait_forwarding(command));
+  int raw = 0;
+  const int code = wait_command(command, WaitOptions{0, end_pid_namespace}, &raw);
+  // Minus PID 1: the command's processes and threads.
+  const int64_t last = last_pid(p.last_pid_fd);
+  send_final_status(p.words_fd, raw, last > 0 ? last - 1 : -1);
+  ::_exit(code);
 }
 
 // bwrap --pidns with --unshare-pid. The kernel makes a PID namespace only
@@ -339,6 +375,17 @@ LaunchOutcome run_namespaces(Prepared& p) {
     out.error = channel.error();
     return out;
   }
+  std::optional<ChannelPair> words;
+  if (p.observe) {
+    auto pair = make_channel();
+    if (!pair) {
+      out.error = pair.error();
+      return out;
+    }
+    words = std::move(*pair);
+    p.words_fd = words->child.get();
+    p.words_parent_fd = words->parent.get();
+  }
   const sigset_t original_mask = block_for_launch();
 
   // A joined PID namespace with a new one inside: a plain fork first (see
@@ -350,6 +397,7 @@ LaunchOutcome run_namespaces(Prepared& p) {
   // privileges. Memory shared between the two would make any write bug in
   // PID 1 code execution outside the sandbox. Only the command's own start
   // shares memory (CLONE_VM|CLONE_VFORK, suspended until its exec).
+  p.child_is_command = !nested_pidns && !p.plan.reaper;
   const pid_t child = sys::clone_fork(nested_pidns ? 0 : p.plan.clone_flags);
   if (child < 0) {
     out.error = sys_error("clone", clone_flag_names(p.plan.clone_flags));
@@ -362,6 +410,8 @@ LaunchOutcome run_namespaces(Prepared& p) {
     sandbox_child(channel->child.get(), p, original_mask);
   }
   channel->child.reset();
+  if (words) words->child.reset();
+  p.words_fd = -1;
   return supervise(child, channel->parent.get(), p, original_mask);
 }
 
@@ -391,7 +441,16 @@ LaunchOutcome supervise(pid_t child, int channel, Prepared& p, const sigset_t& o
   }
   out.timeline.mark("exec");
   out.command_started = true;
-  out.exit_code = wait_forwarding(child);
+  WatchSetup watching;
+  watching.child = child;
+  watching.child_is_command = p.child_is_command;
+  watching.words_fd = p.words_parent_fd;
+  watching.timeout_ms = p.limits.timeout_ms;
+  watching.kill_after_ms = p.limits.kill_after_ms;
+  watching.rlimits = p.limits.rlimits;
+  out.verdict = watch(watching);
+  out.verdict.limits = p.limits.decisions;
+  out.exit_code = out.verdict.ended.code;
   if (p.json_status_fd >= 0) {
     (void)write_status(p.json_status_fd, exit_status_line(out.exit_code), "json-status-fd");
     ::close(p.json_status_fd);
@@ -459,8 +518,38 @@ Result<Prepared> prepare(const Policy& policy) {
   p.lock_files = policy.lock_files;
   if (policy.new_session) p.new_session = *policy.new_session ? 1 : 0;
   p.die_with_parent = policy.die_with_parent;
+  if (auto r = prepare_limits(policy, p, FilterRung::namespaces); !r) return fail(r.error());
   p.timeline.mark("prepare");
   return p;
+}
+
+LimitFacts limit_facts(const Policy& policy, bool namespaces_rung) {
+  LimitFacts f;
+  f.namespaces_rung = namespaces_rung;
+  f.new_user_ns = namespaces_rung && policy.ns.user && !policy.userns_fd;
+  // The sandbox's processes run as the caller's kernel uid.
+  f.kernel_root = ::geteuid() == 0;
+  f.cgroup_why = "no cgroup is delegated to nsrun here";
+  return f;
+}
+
+Result<void> prepare_limits(const Policy& policy, Prepared& p, FilterRung rung) {
+  auto limits = plan_limits(policy.limits, limit_facts(policy, rung == FilterRung::namespaces));
+  if (!limits) return fail(limits.error());
+  p.limits = std::move(*limits);
+  if (p.limits.tmpfs_size)
+    for (auto& step : p.plan.mounts)
+      if (step.op == MountStep::Op::tmpfs && step.size == 0) step.size = *p.limits.tmpfs_size;
+  p.observe = !policy.report_path.empty() || policy.report_fd.has_value() || policy.verdict;
+  p.seccomp_notify.clear();
+  // Not with --assert-userns-disabled: its check is a notified call made
+  // before the exec, while nsrun still waits for the exec (a wait on itself).
+  if (p.observe && !policy.assert_userns_disabled) {
+    auto notify = compile_notify_filter(policy, rung);
+    if (!notify) return fail(notify.error());
+    p.seccomp_notify = std::move(*notify);
+  }
+  return {};
 }
 
 int run(const Policy& policy) {
@@ -501,6 +590,9 @@ int run(const Policy& policy, const ErrorReporter& report_error) {
   }
   // The ladder (launch/ladder.cpp) picks the rung and fills the report.
   LadderOutcome outcome = run_ladder(policy, *prepared, report);
+  report.seccomp_filter = !prepared->seccomp.empty();
+  if (policy.verdict)
+    if (const std::string line = verdict_line(report.verdict); !line.empty()) fmt::print(stderr, "{}\n", line);
   return finish(outcome.exit_code, outcome.error, outcome.cause);
 }
 

@@ -11,7 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "launch/watch.hpp"
 #include "mount/plan.hpp"
+#include "policy/limits.hpp"
 #include "policy/policy.hpp"
 #include "seccomp/filter.hpp"
 #include "sys/error.hpp"
@@ -43,9 +45,22 @@ struct Prepared {
   std::optional<gid_t> join_gid;
   std::vector<std::string> lock_files;
   Timeline timeline;                       // started before prepare()
+  // Limits and observation (issue 15).
+  LimitsPlan limits;                       // for this rung; rlimits set on the command before exec
+  bool observe = false;                    // a report or --verdict wants the verdict
+  BpfProgram seccomp_notify;               // `seccomp` with refusals sent to nsrun; empty: none
+  int words_fd = -1;                       // the sandbox's end of the last-words socket (ns/outcome.hpp)
+  int words_parent_fd = -1;                // nsrun's end
+  int last_pid_fd = -1;                    // PID 1: /proc/sys/kernel/ns_last_pid
+  bool child_is_command = false;           // nsrun's child is the command (no PID 1, no supervisor)
 };
 
 Result<Prepared> prepare(const Policy& policy);
+
+// The facts plan_limits() needs on this host, for one rung.
+LimitFacts limit_facts(const Policy& policy, bool namespaces_rung);
+// The rung's limits plan, tmpfs sizes and notifying filter into `p`.
+Result<void> prepare_limits(const Policy& policy, Prepared& p, FilterRung rung);
 
 // How one launch on the namespace rung ended.
 struct LaunchOutcome {
@@ -53,6 +68,7 @@ struct LaunchOutcome {
   std::optional<Error> error;   // nsrun's own failure, not yet printed
   bool command_started = false; // the exec succeeded: no other rung may run it
   Timeline timeline;
+  Verdict verdict;              // how the command ended, what it used and was refused
 };
 
 LaunchOutcome run_namespaces(Prepared& prepared);
