@@ -448,6 +448,7 @@ LaunchOutcome supervise(pid_t child, int channel, Prepared& p, const sigset_t& o
   watching.timeout_ms = p.limits.timeout_ms;
   watching.kill_after_ms = p.limits.kill_after_ms;
   watching.rlimits = p.limits.rlimits;
+  watching.notify_spec = p.seccomp_notify_spec;
   out.verdict = watch(watching);
   out.verdict.limits = p.limits.decisions;
   out.exit_code = out.verdict.ended.code;
@@ -548,6 +549,7 @@ Result<void> prepare_limits(const Policy& policy, Prepared& p, FilterRung rung) 
     auto notify = compile_notify_filter(policy, rung);
     if (!notify) return fail(notify.error());
     p.seccomp_notify = std::move(*notify);
+    p.seccomp_notify_spec = notify_spec(filter_spec(policy, rung));
   }
   return {};
 }

@@ -49,6 +49,7 @@ struct Prepared {
   LimitsPlan limits;                       // for this rung; rlimits set on the command before exec
   bool observe = false;                    // a report or --verdict wants the verdict
   BpfProgram seccomp_notify;               // `seccomp` with refusals sent to nsrun; empty: none
+  FilterSpec seccomp_notify_spec;          // its rules, for the answers' errnos
   int words_fd = -1;                       // the sandbox's end of the last-words socket (ns/outcome.hpp)
   int words_parent_fd = -1;                // nsrun's end
   int last_pid_fd = -1;                    // PID 1: /proc/sys/kernel/ns_last_pid

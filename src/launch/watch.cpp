@@ -49,7 +49,7 @@ Verdict watch(const WatchSetup& s) {
   Fd sigfd(::signalfd(-1, &waited, SFD_CLOEXEC | SFD_NONBLOCK));
 
   SandboxWords words;
-  DenialLog log;
+  DenialLog log(s.notify_spec);
   bool listener_open = true;
   bool timed_out = false;
   bool killed = false;

@@ -50,6 +50,7 @@ struct WatchSetup {
   std::optional<uint64_t> timeout_ms;
   uint64_t kill_after_ms = 2000;
   std::vector<RlimitSetting> rlimits;  // to name an rlimit behind SIGXCPU / SIGXFSZ
+  FilterSpec notify_spec;              // the notifying filter's rules: each answer's errno
 };
 
 // Waits for `child` to end (it was started with the launch's signals

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -59,14 +60,21 @@ bool DenialLog::serve(int listener) {
   auto resp_buf = std::make_unique<unsigned char[]>(s.resp);
   std::memset(resp_buf.get(), 0, s.resp);
   auto* resp = reinterpret_cast<seccomp_notif_resp*>(resp_buf.get());
+  const int nr = notif->data.nr;
+  const std::string_view known = precompiled_syscall_name(nr);
+  std::array<uint64_t, 6> args{};
+  for (std::size_t i = 0; i < args.size(); ++i) args[i] = notif->data.args[i];
+  // Only refusing rules notify, so some rule matches; EPERM whatever
+  // happens (fail closed).
+  int err = known.empty() ? EPERM : decide(spec_, known, args).value_or(EPERM);
+  if (err <= 0) err = EPERM;
   resp->id = notif->id;
-  resp->error = -EPERM;
+  resp->error = -err;
   resp->val = 0;
   resp->flags = 0;
   // ENOENT here too: the caller is gone; nothing to answer.
   (void)::ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, resp);
 
-  const int nr = notif->data.nr;
   auto it = std::find_if(denials_.begin(), denials_.end(), [&](const Denial& d) { return d.nr == nr; });
   if (it != denials_.end()) {
     ++it->count;
@@ -74,7 +82,6 @@ bool DenialLog::serve(int listener) {
   }
   Denial d;
   d.nr = nr;
-  const std::string_view known = precompiled_syscall_name(nr);
   d.syscall = known.empty() ? fmt::format("syscall {}", nr) : std::string(known);
   d.count = 1;
   d.first_pid = static_cast<pid_t>(notif->pid);

@@ -3,10 +3,11 @@
 // sandbox, receives each such call on the listener, records it and answers
 // EPERM, so the command sees exactly what it saw before. Denied calls are
 // rare, so the normal path pays nothing; each refused call costs one round
-// trip to nsrun.
+// trip to nsrun. (Answered with the rule's own errno: EPERM, or EACCES for
+// AF_UNIX under --unix-sockets none.)
 //
 // Why this cannot be turned against the promise:
-//  - nsrun only ever answers EPERM: it never lets a call continue and never
+//  - nsrun only ever answers an errno: it never lets a call continue and never
 //    reads the caller's memory, so nothing is decided on racy data.
 //  - Among several filters' USER_NOTIF answers the newest filter's wins,
 //    and its listener may let the call continue: a command able to load a
@@ -48,12 +49,17 @@ struct Denial {
 
 class DenialLog {
  public:
-  // Receives one notification (if one is pending) and answers EPERM.
+  // `spec`: the filter the listener belongs to (its notify_spec()), whose
+  // rules give each call's errno.
+  explicit DenialLog(FilterSpec spec = {}) : spec_(std::move(spec)) {}
+  // Receives one notification (if one is pending) and answers the rule's
+  // errno (EPERM when no rule says otherwise).
   // Returns false when the listener has no more filter users.
   bool serve(int listener);
   const std::vector<Denial>& denials() const { return denials_; }
 
  private:
+  FilterSpec spec_;
   std::vector<Denial> denials_;
 };
 

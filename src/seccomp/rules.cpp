@@ -240,9 +240,11 @@ FilterSpec notify_spec(const FilterSpec& spec) {
     out.rules.clear();
     return out;
   }
+  // Every refusal but clone3's ENOSYS, which is libc's everyday signal to
+  // fall back to clone (a round trip per fork otherwise), not a refusal.
   bool any = false;
   for (Rule& r : out.rules)
-    if (!r.always && r.err == EPERM) r.notify = any = true;
+    if (r.err != ENOSYS) r.notify = any = true;
   if (!any) {
     out.enabled = false;
     out.rules.clear();

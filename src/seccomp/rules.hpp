@@ -41,7 +41,7 @@ struct Rule {
   // `--seccomp log` (which only logs the others).
   bool always = false;
   // Answered through SECCOMP_RET_USER_NOTIF: nsrun records the call and
-  // answers `err` (always EPERM); see seccomp/notify.hpp.
+  // answers `err`; see seccomp/notify.hpp.
   bool notify = false;
 
   bool operator==(const Rule&) const = default;
@@ -102,8 +102,9 @@ FilterSpec filter_spec(const Policy& policy, FilterRung rung);
 // clone). The errno is ENOSPC, what a user-namespace limit of 1 gives.
 FilterSpec no_userns_spec();
 
-// The notifying variant of `spec` (issue 15): its refusing EPERM rules
-// that are hardening, not a rung's promise, go to nsrun's listener, and
+// The notifying variant of `spec` (issue 15): its refusing rules (all but
+// clone3's ENOSYS) go to nsrun's listener, which answers each with the
+// rule's errno (decide()), and
 // seccomp(2) with SECCOMP_FILTER_FLAG_NEW_LISTENER is refused (see
 // seccomp/notify.hpp). Disabled (no variant) for log mode and no filter.
 FilterSpec notify_spec(const FilterSpec& spec);
