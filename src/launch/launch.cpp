@@ -19,6 +19,7 @@
 #include "launch/report.hpp"
 #include "launch/userns.hpp"
 #include "mount/executor.hpp"
+#include "ns/cgroup.hpp"
 #include "ns/channel.hpp"
 #include "ns/credentials.hpp"
 #include "ns/net.hpp"
@@ -27,6 +28,7 @@
 #include "ns/rlimits.hpp"
 #include "ns/status.hpp"
 #include "policy/env.hpp"
+#include "probe/cgroup.hpp"
 #include "seccomp/notify.hpp"
 #include "seccomp/user_programs.hpp"
 #include "sys/argv.hpp"
@@ -398,7 +400,18 @@ LaunchOutcome run_namespaces(Prepared& p) {
   // PID 1 code execution outside the sandbox. Only the command's own start
   // shares memory (CLONE_VM|CLONE_VFORK, suspended until its exec).
   p.child_is_command = !nested_pidns && !p.plan.reaper;
-  const pid_t child = sys::clone_fork(nested_pidns ? 0 : p.plan.clone_flags);
+  std::optional<SandboxCgroup> cgroup;
+  if (p.limits.use_cgroup) {
+    auto made = SandboxCgroup::make(p.cgroup_base, ::getpid(), p.limits);
+    if (!made) {
+      out.error = made.error();
+      sigprocmask(SIG_SETMASK, &original_mask, nullptr);
+      return out;
+    }
+    cgroup = std::move(*made);
+  }
+  const uint64_t flags = nested_pidns ? 0 : p.plan.clone_flags;
+  const pid_t child = cgroup ? sys::clone_fork_into(flags, cgroup->fd()) : sys::clone_fork(flags);
   if (child < 0) {
     out.error = sys_error("clone", clone_flag_names(p.plan.clone_flags));
     sigprocmask(SIG_SETMASK, &original_mask, nullptr);
@@ -412,7 +425,22 @@ LaunchOutcome run_namespaces(Prepared& p) {
   channel->child.reset();
   if (words) words->child.reset();
   p.words_fd = -1;
-  return supervise(child, channel->parent.get(), p, original_mask);
+  LaunchOutcome result = supervise(child, channel->parent.get(), p, original_mask);
+  if (cgroup) {
+    // The cgroup's own account, truer than rusage: the whole sandbox.
+    const CgroupEvents events = cgroup->events();
+    Verdict& v = result.verdict;
+    if (events.peak_bytes) {
+      v.usage.peak_memory_bytes = *events.peak_bytes;
+      v.usage.peak_memory_source = "memory.peak";
+    }
+    if (v.started && events.oom_kills > 0 && v.ended.how == "signal" && v.ended.signal == SIGKILL) {
+      v.ended.how = "oom";
+      v.ended.limit = "memory";
+    }
+    if (auto r = cgroup->remove(); !r) print_error(r.error());
+  }
+  return result;
 }
 
 LaunchOutcome supervise(pid_t child, int channel, Prepared& p, const sigset_t& original_mask) {
@@ -530,14 +558,30 @@ LimitFacts limit_facts(const Policy& policy, bool namespaces_rung) {
   f.new_user_ns = namespaces_rung && policy.ns.user && !policy.userns_fd;
   // The sandbox's processes run as the caller's kernel uid.
   f.kernel_root = ::geteuid() == 0;
-  f.cgroup_why = "no cgroup is delegated to nsrun here";
+  const Limits& l = policy.limits;
+  const bool wants_cgroup = l.memory || l.pids || l.cpu_millis || l.mode == LimitsMode::require_cgroup;
+  if (!namespaces_rung) {
+    f.cgroup_why = "the Landlock rung does not make cgroups";
+  } else if (wants_cgroup) {
+    // Only asked when a limit could use it: the normal launch reads nothing.
+    const CgroupHost host = detect_cgroup_v2();
+    f.cgroup = host.usable;
+    f.cgroup_why = host.why;
+    for (const auto& c : host.controllers) {
+      f.cgroup_memory |= c == "memory";
+      f.cgroup_pids |= c == "pids";
+      f.cgroup_cpu |= c == "cpu";
+    }
+  }
   return f;
 }
 
 Result<void> prepare_limits(const Policy& policy, Prepared& p, FilterRung rung) {
-  auto limits = plan_limits(policy.limits, limit_facts(policy, rung == FilterRung::namespaces));
+  const LimitFacts facts = limit_facts(policy, rung == FilterRung::namespaces);
+  auto limits = plan_limits(policy.limits, facts);
   if (!limits) return fail(limits.error());
   p.limits = std::move(*limits);
+  if (p.limits.use_cgroup) p.cgroup_base = detect_cgroup_v2().dir;
   if (p.limits.tmpfs_size)
     for (auto& step : p.plan.mounts)
       if (step.op == MountStep::Op::tmpfs && step.size == 0) step.size = *p.limits.tmpfs_size;

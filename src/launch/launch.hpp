@@ -54,6 +54,7 @@ struct Prepared {
   int words_parent_fd = -1;                // nsrun's end
   int last_pid_fd = -1;                    // PID 1: /proc/sys/kernel/ns_last_pid
   bool child_is_command = false;           // nsrun's child is the command (no PID 1, no supervisor)
+  std::string cgroup_base;                 // the delegated cgroup v2 when limits.use_cgroup
 };
 
 Result<Prepared> prepare(const Policy& policy);
