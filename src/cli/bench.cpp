@@ -20,7 +20,7 @@ namespace nsrun {
 
 namespace {
 
-constexpr std::string_view own_rows[] = {"bare", "read-only", "workspace-write", "network-none", "landlock"};
+constexpr std::string_view own_rows[] = {"bare", "read-only", "workspace-write", "network-none", "landlock", "limits"};
 
 Result<std::size_t> parse_count(std::string_view option, const std::string& text, std::size_t min) {
   std::size_t n = 0;
@@ -223,7 +223,7 @@ Result<BenchArgs> parse_bench(std::span<const std::string> args) {
         const std::size_t comma = rest.find(',');
         std::string_view name = rest.substr(0, comma);
         if (std::find(std::begin(own_rows), std::end(own_rows), name) == std::end(own_rows))
-          return fail(usage_error(arg, fmt::format("unknown row '{}' (bare, read-only, workspace-write, network-none, landlock)", name)));
+          return fail(usage_error(arg, fmt::format("unknown row '{}' (bare, read-only, workspace-write, network-none, landlock, limits)", name)));
         a.rows.emplace_back(name);
         rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
       }
@@ -264,7 +264,7 @@ std::string bench_usage() {
       "  --baseline ROW         row the ratios are against (default: the first --vs\n"
       "                         peer, else bare)\n"
       "  --rows LIST            nsrun's own rows to run, comma-separated, from\n"
-      "                         bare,read-only,workspace-write,network-none,landlock\n"
+      "                         bare,read-only,workspace-write,network-none,landlock,limits\n"
       "  --binds N              add a workspace-write row with N extra read-only binds\n"
       "  --payload CMDLINE      the payload (default /bin/true, else nsrun --bench-noop)\n"
       "  --nsrun PATH           the nsrun binary to measure (default: this one)\n"
@@ -319,6 +319,12 @@ int bench_main(std::span<const std::string> args) {
     rows.push_back(nsrun_row(a, ws, "nsrun network-none", "workspace-write", {"--network", "none"}));
   if (wanted(a, "landlock"))
     rows.push_back(nsrun_row(a, ws, "nsrun landlock", "workspace-write", {"--backend", "landlock"}));
+  // Issue 15: a memory limit and a timeout (a cgroup where one is
+  // delegated, else RLIMIT_AS and nsrun's timer), with --verdict, which
+  // sets up the observation (the last-words socket, the notifying filter).
+  if (wanted(a, "limits"))
+    rows.push_back(nsrun_row(a, ws, "nsrun limits", "workspace-write",
+                             {"--limit-memory", "4G", "--timeout", "10m", "--verdict"}));
   if (a.binds > 0) {
     std::vector<std::string> extra;
     for (std::size_t i = 0; i < a.binds; ++i) extra.insert(extra.end(), {"--ro", scratch.bind_dir(i)});
