@@ -104,8 +104,6 @@ OptionSetter show(Invocation::Action native, BwrapInvocation::Action bwrap) {
 
 // ---- setters of the bwrap dialect (helpers: BwrapParse, src/cli/bwrap.cpp) ----
 
-std::string absolute_in_sandbox(const std::string& path) { return path.starts_with("/") ? path : "/" + path; }
-
 template <class T>
 OptionSetter bwrap_flag(T BwrapParse::*member) {
   return [member](OptionCall& c) -> Result<void> {
@@ -121,21 +119,13 @@ OptionSetter unshare(bool Namespaces::*member, bool on = true) {
   };
 }
 
-// As in bwrap, only the number of a namespace fd is checked here: a closed
-// or wrong fd is setns()'s error, in bwrap's words.
-OptionSetter namespace_fd(std::optional<int> Policy::*member) {
-  return [member](OptionCall& c) -> Result<void> {
-    auto f = c.bwrap->fd(c.values[0]);
-    if (!f) return fail(f.error());
-    c.policy.*member = *f;
-    return {};
-  };
-}
-
-// Status and blocking fds must be open now.
-OptionSetter open_fd_into(std::optional<int> Policy::*member) {
-  return [member](OptionCall& c) -> Result<void> {
-    auto f = c.bwrap->open_fd(c.values[0]);
+// A descriptor into a Policy field. Status and blocking fds must be open
+// now; of a namespace fd, as in bwrap, only the number is checked here (a
+// closed or wrong fd is setns()'s error, in bwrap's words).
+enum class FdCheck { number, open };
+OptionSetter fd_into(std::optional<int> Policy::*member, FdCheck check) {
+  return [member, check](OptionCall& c) -> Result<void> {
+    auto f = check == FdCheck::open ? c.bwrap->open_fd(c.values[0]) : c.bwrap->fd(c.values[0]);
     if (!f) return fail(f.error());
     c.policy.*member = *f;
     return {};
@@ -343,15 +333,15 @@ std::span<const OptionSpec> option_table() {
       {.bwrap = {"--unshare-cgroup-try", "", "Make a cgroup namespace if the kernel can"},
        .set = bwrap_flag(&BwrapParse::cgroup_try)},
       {.bwrap = {"--userns", "FD", "Use the user namespace FD instead of making one (not with --unshare-user)"},
-       .arity = 1, .set = namespace_fd(&Policy::userns_fd)},
+       .arity = 1, .set = fd_into(&Policy::userns_fd, FdCheck::number)},
       {.bwrap = {"--userns2", "FD", "After set-up switch to the user namespace FD (only useful with --userns)"},
-       .arity = 1, .set = namespace_fd(&Policy::userns2_fd)},
+       .arity = 1, .set = fd_into(&Policy::userns2_fd, FdCheck::number)},
       {.bwrap = {"--disable-userns", "", "Keep the command from making user namespaces"},
        .set = set_value(&Policy::disable_userns, true)},
       {.bwrap = {"--assert-userns-disabled", "", "Refuse to run unless making user namespaces already fails"},
        .set = set_value(&Policy::assert_userns_disabled, true)},
       {.bwrap = {"--pidns", "FD", "Use the PID namespace FD (as the parent of the new one with --unshare-pid)"},
-       .arity = 1, .set = namespace_fd(&Policy::pidns_fd)},
+       .arity = 1, .set = fd_into(&Policy::pidns_fd, FdCheck::number)},
       {.bwrap = {"--uid", "UID", "The uid inside (needs a user namespace)"}, .arity = 1,
        .set = id_into(&Policy::uid)},
       {.bwrap = {"--gid", "GID", "The gid inside (needs a user namespace)"}, .arity = 1,
@@ -365,7 +355,7 @@ std::span<const OptionSpec> option_table() {
       {.bwrap = {"--chdir", "DIR", "Working directory of the command"}, .arity = 1,
        .set = [](OptionCall& c) -> Result<void> {
          if (!c.policy.chdir.empty()) c.bwrap->warn("Only the last --chdir option will take effect");
-         c.policy.chdir = absolute_in_sandbox(c.values[0]);
+         c.policy.chdir = absolute_from("/", c.values[0]);
          return {};
        }},
       {.bwrap = {"--clearenv", "", "Start from an empty environment (PWD is still set)"},
@@ -377,7 +367,7 @@ std::span<const OptionSpec> option_table() {
        }},
       {.bwrap = {"--lock-file", "DEST", "Hold a read lock on DEST (inside) while the sandbox runs"}, .arity = 1,
        .set = [](OptionCall& c) -> Result<void> {
-         c.policy.lock_files.push_back(absolute_in_sandbox(c.values[0]));
+         c.policy.lock_files.push_back(absolute_from("/", c.values[0]));
          return {};
        }},
       {.bwrap = {"--sync-fd", "FD", "Keep FD open as long as the sandbox runs"}, .arity = 1,
@@ -432,7 +422,7 @@ std::span<const OptionSpec> option_table() {
        .set = data_op(K::ro_bind_data)},
       {.bwrap = {"--symlink", "SRC DEST", "Create the symlink DEST pointing at SRC"}, .arity = 2,
        .set = [](OptionCall& c) -> Result<void> {
-         MountOp m = mount_op(K::symlink, c.values[0], absolute_in_sandbox(c.values[1]));
+         MountOp m = mount_op(K::symlink, c.values[0], absolute_from("/", c.values[1]));
          c.bwrap->push(std::move(m));
          return {};
        }},
@@ -441,13 +431,13 @@ std::span<const OptionSpec> option_table() {
       {.bwrap = {"--add-seccomp-fd", "FD", "Load the compiled seccomp program read from FD (repeatable)"},
        .arity = 1, .set = seccomp_fd},
       {.bwrap = {"--block-fd", "FD", "Before running the command, wait for data (or EOF) on FD"}, .arity = 1,
-       .set = open_fd_into(&Policy::block_fd)},
+       .set = fd_into(&Policy::block_fd, FdCheck::open)},
       {.bwrap = {"--userns-block-fd", "FD", "After the id maps are written, wait for data (or EOF) on FD"},
-       .arity = 1, .set = open_fd_into(&Policy::userns_block_fd)},
+       .arity = 1, .set = fd_into(&Policy::userns_block_fd, FdCheck::open)},
       {.bwrap = {"--info-fd", "FD", "Write the child pid and namespace ids to FD as JSON"}, .arity = 1,
-       .set = open_fd_into(&Policy::info_fd)},
+       .set = fd_into(&Policy::info_fd, FdCheck::open)},
       {.bwrap = {"--json-status-fd", "FD", "Write JSON lines to FD: the child pid, later the exit code"},
-       .arity = 1, .set = open_fd_into(&Policy::json_status_fd)},
+       .arity = 1, .set = fd_into(&Policy::json_status_fd, FdCheck::open)},
       {.bwrap = {"--die-with-parent", "", "Kill the sandbox when the caller of nsrun dies"},
        .set = [](OptionCall& c) -> Result<void> {
          c.bwrap->inv.die_with_caller = true;
@@ -478,7 +468,7 @@ std::span<const OptionSpec> option_table() {
        .set = [](OptionCall& c) -> Result<void> {
          auto mode = c.bwrap->octal(c.values[0], c.name);
          if (!mode) return fail(mode.error());
-         MountOp m = mount_op(K::chmod, "", absolute_in_sandbox(c.values[1]));
+         MountOp m = mount_op(K::chmod, "", absolute_from("/", c.values[1]));
          m.perms = *mode;
          c.bwrap->push(std::move(m));
          return {};
