@@ -196,8 +196,13 @@ OptionSetter capability(bool add) {
 //     the values, the dialect's state) that parses the values and stores
 //     them; errors name `c.name`, the option as the caller spelled it;
 //   - a line in docs/nsrun.1 for a native option (options_test checks it).
+// E.g. a native option mirroring a new Policy field `egress` (read and
+// written in policy_json.cpp):
+//   {.native = {"--egress", "HOST", "allow connections to HOST (repeatable)"},
+//    .json = "egress", .arity = 1, .set = append_string(&Policy::egress)},
 // The native loop (src/cli/native.cpp) and the bwrap loop (src/cli/bwrap.cpp)
-// need no change.
+// need no change; mounts a native option adds are named after it in
+// validate()'s errors without more (Invocation::mount_options).
 // ---------------------------------------------------------------------------
 // Each entry names only the fields it has (designated initializers); the
 // rest stay empty on purpose, which g++ 12 would warn about field by field.
