@@ -36,6 +36,9 @@ struct NativeParse {
 // (--args inserts into it). Its helpers are in src/cli/bwrap.cpp and
 // speak bwrap's words.
 struct BwrapParse {
+  BwrapParse(const BwrapContext& c, BwrapInvocation& i, std::vector<std::string>& a, std::size_t& n)
+      : ctx(c), inv(i), args(a), next(n) {}
+
   const BwrapContext& ctx;
   BwrapInvocation& inv;
   std::vector<std::string>& args;
