@@ -401,7 +401,23 @@ LaunchOutcome run_namespaces(Prepared& p) {
   // shares memory (CLONE_VM|CLONE_VFORK, suspended until its exec).
   p.child_is_command = !nested_pidns && !p.plan.reaper;
   std::optional<SandboxCgroup> cgroup;
-  if (p.limits.use_cgroup) {
+  std::optional<SandboxCgroupV1> cgroup_v1;
+  if (p.limits.use_cgroup && !p.cgroup_v1_dirs.empty()) {
+    auto made = SandboxCgroupV1::make(p.cgroup_v1_dirs, ::getpid(), p.limits);
+    if (made) {
+      cgroup_v1 = std::move(*made);
+      if (auto r = cgroup_v1->enter(::getpid()); !r) {
+        (void)cgroup_v1->leave(::getpid());
+        (void)cgroup_v1->remove();
+        made = fail(r.error());
+      }
+    }
+    if (!made) {
+      out.error = made.error();
+      sigprocmask(SIG_SETMASK, &original_mask, nullptr);
+      return out;
+    }
+  } else if (p.limits.use_cgroup) {
     auto made = SandboxCgroup::make(p.cgroup_base, ::getpid(), p.limits);
     if (!made) {
       out.error = made.error();
@@ -412,6 +428,11 @@ LaunchOutcome run_namespaces(Prepared& p) {
   }
   const uint64_t flags = nested_pidns ? 0 : p.plan.clone_flags;
   const pid_t child = cgroup ? sys::clone_fork_into(flags, cgroup->fd()) : sys::clone_fork(flags);
+  // v1: PID 1 started in the sandbox's cgroups; nsrun goes back to its own.
+  // A failure here leaves nsrun counted in the sandbox's cgroups, not the
+  // sandbox outside them: the run goes on, the message says so.
+  if (cgroup_v1 && child != 0)
+    if (auto r = cgroup_v1->leave(::getpid()); !r) print_error(r.error());
   if (child < 0) {
     out.error = sys_error(Operation::clone, clone_flag_names(p.plan.clone_flags));
     sigprocmask(SIG_SETMASK, &original_mask, nullptr);
@@ -426,19 +447,19 @@ LaunchOutcome run_namespaces(Prepared& p) {
   if (words) words->child.reset();
   p.words_fd = -1;
   LaunchOutcome result = supervise(child, channel->parent.get(), p, original_mask);
-  if (cgroup) {
+  if (cgroup || cgroup_v1) {
     // The cgroup's own account, truer than rusage: the whole sandbox.
-    const CgroupEvents events = cgroup->events();
+    const CgroupEvents events = cgroup ? cgroup->events() : cgroup_v1->events();
     Verdict& v = result.verdict;
     if (events.peak_bytes) {
       v.usage.peak_memory_bytes = *events.peak_bytes;
-      v.usage.peak_memory_source = "memory.peak";
+      v.usage.peak_memory_source = cgroup ? "memory.peak" : "memory.max_usage_in_bytes";
     }
     if (v.started && events.oom_kills > 0 && v.ended.how == "signal" && v.ended.signal == SIGKILL) {
       v.ended.how = "oom";
       v.ended.limit = "memory";
     }
-    if (auto r = cgroup->remove(); !r) print_error(r.error());
+    if (auto r = cgroup ? cgroup->remove() : cgroup_v1->remove(); !r) print_error(r.error());
   }
   return result;
 }
@@ -567,7 +588,21 @@ LimitFacts limit_facts(const Policy& policy, bool namespaces_rung) {
     const CgroupHost host = detect_cgroup_v2();
     f.cgroup = host.usable;
     f.cgroup_why = host.why;
-    for (const auto& c : host.controllers) {
+    std::vector<std::string> controllers = host.controllers;
+    if (!host.usable && ::access("/proc/self/ns/pid", F_OK) == 0) {
+      // v1 only with a PID namespace of the sandbox's own: it is what ends
+      // every process of the cgroup (v1 has no cgroup.kill).
+      const CgroupV1Host v1 = detect_cgroup_v1();
+      if (v1.usable && policy.ns.pid && !policy.as_pid_1) {
+        f.cgroup = true;
+        f.cgroup_version = 1;
+        controllers.clear();
+        for (const auto& [c, dir] : v1.dirs) controllers.push_back(c);
+      } else if (!v1.why.empty()) {
+        f.cgroup_why += "; " + v1.why;
+      }
+    }
+    for (const auto& c : controllers) {
       f.cgroup_memory |= c == "memory";
       f.cgroup_pids |= c == "pids";
       f.cgroup_cpu |= c == "cpu";
@@ -581,7 +616,10 @@ Result<void> prepare_limits(const Policy& policy, Prepared& p, FilterRung rung) 
   auto limits = plan_limits(policy.limits, facts);
   if (!limits) return fail(limits.error());
   p.limits = std::move(*limits);
-  if (p.limits.use_cgroup) p.cgroup_base = detect_cgroup_v2().dir;
+  if (p.limits.use_cgroup) {
+    if (facts.cgroup_version == 1) p.cgroup_v1_dirs = detect_cgroup_v1().dirs;
+    else p.cgroup_base = detect_cgroup_v2().dir;
+  }
   if (p.limits.tmpfs_size)
     for (auto& step : p.plan.mounts)
       if (step.op == MountStep::Op::tmpfs && step.size == 0) step.size = *p.limits.tmpfs_size;

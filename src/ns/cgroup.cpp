@@ -140,4 +140,120 @@ Result<void> SandboxCgroup::remove() {
   return {};
 }
 
+std::vector<std::pair<std::string, std::string>> cgroup_v1_writes(const std::string& controller,
+                                                                  const LimitsPlan& plan) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (controller == "memory" && plan.cgroup_memory) {
+    out.emplace_back("memory.limit_in_bytes", std::to_string(*plan.cgroup_memory));
+    // Memory plus swap, when swap is accounted: after the plain limit,
+    // which the kernel wants no larger than it.
+    out.emplace_back("memory.memsw.limit_in_bytes", std::to_string(*plan.cgroup_memory));
+  }
+  if (controller == "pids" && plan.cgroup_pids) out.emplace_back("pids.max", std::to_string(*plan.cgroup_pids));
+  if (controller == "cpu" && plan.cgroup_cpu_millis) {
+    constexpr uint64_t period = 100'000;
+    out.emplace_back("cpu.cfs_period_us", std::to_string(period));
+    out.emplace_back("cpu.cfs_quota_us", std::to_string(*plan.cgroup_cpu_millis * period / 1000));
+  }
+  return out;
+}
+
+Result<SandboxCgroupV1> SandboxCgroupV1::make(const std::vector<std::pair<std::string, std::string>>& dirs, pid_t self,
+                                              const LimitsPlan& plan, bool fake) {
+  SandboxCgroupV1 cg;
+  cg.fake_ = fake;
+  cg.name_ = fmt::format("nsrun-{}", self);
+  for (const auto& [controller, dir] : dirs) {
+    const auto writes = cgroup_v1_writes(controller, plan);
+    if (writes.empty()) continue;
+    One one;
+    one.controller = controller;
+    one.path = fmt::format("{}/{}", dir, cg.name_);
+    one.parent = Fd(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!one.parent) {
+      Error e = sys_error("cgroup", dir);
+      (void)cg.remove();
+      return fail(e);
+    }
+    if (::mkdirat(one.parent.get(), cg.name_.c_str(), 0755) != 0) {
+      Error e = sys_error("cgroup", one.path);
+      (void)cg.remove();
+      return fail(e);
+    }
+    one.dir = Fd(::openat(one.parent.get(), cg.name_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    const bool opened = one.dir.valid();
+    const Error open_error = sys_error("cgroup", one.path);
+    cg.cgroups_.push_back(std::move(one));
+    if (!opened) {
+      (void)cg.remove();
+      return fail(open_error);
+    }
+    One& made = cg.cgroups_.back();
+    for (const auto& [file, value] : writes) {
+      if (file == "memory.memsw.limit_in_bytes" && !fake && ::faccessat(made.dir.get(), file.c_str(), F_OK, 0) != 0)
+        continue;
+      if (auto r = write_control(made.dir.get(), file, value, made.path, fake); !r) {
+        (void)cg.remove();
+        return fail(r.error());
+      }
+    }
+  }
+  return cg;
+}
+
+Result<void> SandboxCgroupV1::enter(pid_t self) {
+  for (const One& one : cgroups_)
+    if (auto r = write_control(one.dir.get(), "cgroup.procs", std::to_string(self), one.path, fake_); !r) return r;
+  return {};
+}
+
+Result<void> SandboxCgroupV1::leave(pid_t self) {
+  Result<void> first;
+  for (const One& one : cgroups_) {
+    auto r = write_control(one.parent.get(), "cgroup.procs", std::to_string(self), one.path + "/..", fake_);
+    if (!r && first) first = r;
+  }
+  return first;
+}
+
+CgroupEvents SandboxCgroupV1::events() const {
+  CgroupEvents e;
+  for (const One& one : cgroups_) {
+    if (one.controller == "memory") {
+      e.oom_kills = cgroup_key(read_control(one.dir.get(), "memory.oom_control"), "oom_kill");
+      const std::string peak = read_control(one.dir.get(), "memory.max_usage_in_bytes");
+      if (!peak.empty() && peak[0] >= '0' && peak[0] <= '9') e.peak_bytes = std::stoull(peak);
+    }
+    if (one.controller == "pids")
+      e.pids_max_hits = cgroup_key(read_control(one.dir.get(), "pids.events"), "max");
+  }
+  return e;
+}
+
+Result<void> SandboxCgroupV1::remove() {
+  Result<void> first;
+  for (One& one : cgroups_) {
+    if (!one.dir) continue;
+    if (fake_) {
+      for (const char* f : {"memory.limit_in_bytes", "memory.memsw.limit_in_bytes", "pids.max", "cpu.cfs_period_us",
+                            "cpu.cfs_quota_us", "cgroup.procs"})
+        (void)::unlinkat(one.dir.get(), f, 0);
+    }
+    one.dir.reset();
+    // PID 1 has been reaped: its namespace, and so the cgroup, is empty or
+    // about to be (an exiting task leaves it in do_exit). EBUSY only for
+    // that moment: a bounded retry.
+    int rc = -1;
+    for (int i = 0; i < 100; ++i) {
+      rc = ::unlinkat(one.parent.get(), name_.c_str(), AT_REMOVEDIR);
+      if (rc == 0 || errno != EBUSY) break;
+      pollfd none{-1, 0, 0};
+      (void)::poll(&none, 0, 10);
+    }
+    if (rc != 0 && errno != ENOENT && first) first = fail(sys_error("cgroup remove", one.path));
+  }
+  cgroups_.clear();
+  return first;
+}
+
 }  // namespace nsrun

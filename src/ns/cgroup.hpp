@@ -66,4 +66,35 @@ class SandboxCgroup {
   bool fake_ = false;
 };
 
+// cgroup v1 as root (nsjail's way on hosts without a usable v2): one
+// cgroup per controller hierarchy. v1 has no CLONE_INTO_CGROUP for several
+// hierarchies at once, so nsrun moves itself into the sandbox's cgroups,
+// clones PID 1 (which starts there), and moves itself back: no process of
+// the sandbox ever runs outside them. There is no cgroup.kill either: the
+// PID namespace ends everything with PID 1.
+std::vector<std::pair<std::string, std::string>> cgroup_v1_writes(const std::string& controller,
+                                                                  const LimitsPlan& plan);
+
+class SandboxCgroupV1 {
+ public:
+  // `dirs`: controller -> the caller's cgroup directory in that hierarchy.
+  static Result<SandboxCgroupV1> make(const std::vector<std::pair<std::string, std::string>>& dirs, pid_t self,
+                                      const LimitsPlan& plan, bool fake_tree = false);
+  Result<void> enter(pid_t self);  // nsrun into the sandbox's cgroups
+  Result<void> leave(pid_t self);  // and back where it was
+  CgroupEvents events() const;
+  Result<void> remove();
+
+ private:
+  struct One {
+    std::string controller;
+    Fd parent;  // the caller's cgroup
+    Fd dir;     // the sandbox's
+    std::string path;
+  };
+  std::vector<One> cgroups_;
+  std::string name_;
+  bool fake_ = false;
+};
+
 }  // namespace nsrun

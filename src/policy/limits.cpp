@@ -245,7 +245,9 @@ Result<LimitsPlan> plan_limits(const Limits& l, const LimitFacts& f) {
     if (f.cgroup && f.cgroup_memory) {
       plan.use_cgroup = true;
       plan.cgroup_memory = l.memory;
-      decide("memory", LimitEnforcement::cgroup, "memory.max, the whole sandbox; the kernel's OOM killer at the limit");
+      decide("memory", LimitEnforcement::cgroup,
+             f.cgroup_version == 1 ? "cgroup v1 memory.limit_in_bytes, the whole sandbox; the OOM killer at the limit"
+                                   : "cgroup v2 memory.max, the whole sandbox; the OOM killer at the limit");
     } else {
       // An address-space limit per process: it never lets the sandbox as a
       // whole exceed N x the limit, but it bounds any one process, and it
@@ -259,7 +261,8 @@ Result<LimitsPlan> plan_limits(const Limits& l, const LimitFacts& f) {
     if (f.cgroup && f.cgroup_pids) {
       plan.use_cgroup = true;
       plan.cgroup_pids = *l.pids + 1;  // and nsrun's PID 1
-      decide("pids", LimitEnforcement::cgroup, "pids.max, the whole sandbox (nsrun's PID 1 not counted)");
+      decide("pids", LimitEnforcement::cgroup,
+             fmt::format("cgroup v{} pids.max, the whole sandbox (nsrun's PID 1 not counted)", f.cgroup_version));
     } else if (f.namespaces_rung && f.new_user_ns && !f.kernel_root) {
       // Since Linux 5.14 RLIMIT_NPROC counts the processes of a uid in
       // each user namespace (ucounts): in the sandbox's own namespace that
@@ -279,7 +282,9 @@ Result<LimitsPlan> plan_limits(const Limits& l, const LimitFacts& f) {
     if (f.cgroup && f.cgroup_cpu) {
       plan.use_cgroup = true;
       plan.cgroup_cpu_millis = l.cpu_millis;
-      decide("cpu", LimitEnforcement::cgroup, "cpu.max bandwidth, the whole sandbox");
+      decide("cpu", LimitEnforcement::cgroup,
+             f.cgroup_version == 1 ? "cgroup v1 cpu.cfs_quota_us, the whole sandbox"
+                                   : "cgroup v2 cpu.max bandwidth, the whole sandbox");
     } else {
       decide("cpu", LimitEnforcement::none, "only a cgroup can share out CPU bandwidth, and " + no_cgroup);
     }

@@ -80,6 +80,7 @@ struct LimitFacts {
   bool new_user_ns = true;       // the sandbox has a user namespace of its own
   bool kernel_root = false;      // the sandbox's processes are uid 0 on the host
   bool cgroup = false;           // a cgroup for the sandbox can be made (v2 delegated, or v1 as root)
+  int cgroup_version = 2;
   bool cgroup_memory = false;    // ... with these controllers
   bool cgroup_pids = false;
   bool cgroup_cpu = false;

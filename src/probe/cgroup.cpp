@@ -108,4 +108,46 @@ CgroupHost detect_cgroup_v2() {
   return none;
 }
 
+CgroupV1Host detect_cgroup_v1(const std::string& mount, std::string_view text, bool root) {
+  CgroupV1Host host;
+  if (!root) {
+    host.why = "cgroup v1 is used for root only";
+    return host;
+  }
+  for (auto line : lines(text)) {
+    const auto a = line.find(':');
+    const auto b = a == std::string_view::npos ? a : line.find(':', a + 1);
+    if (b == std::string_view::npos || b == a + 1) continue;
+    const std::string_view list = line.substr(a + 1, b - a - 1);
+    const std::string_view path = line.substr(b + 1);
+    for (const char* c : {"memory", "pids", "cpu"}) {
+      // "cpu,cpuacct" is one hierarchy holding both.
+      std::string_view rest = list;
+      bool has = false;
+      while (!rest.empty()) {
+        const auto comma = rest.find(',');
+        if (rest.substr(0, comma) == c) has = true;
+        if (comma == std::string_view::npos) break;
+        rest.remove_prefix(comma + 1);
+      }
+      if (!has) continue;
+      const std::string dir = mount + "/" + c + (path == "/" ? "" : std::string(path));
+      if (::access((dir + "/cgroup.procs").c_str(), W_OK) == 0) host.dirs.emplace_back(c, dir);
+    }
+  }
+  host.usable = !host.dirs.empty();
+  if (!host.usable) host.why = "no writable cgroup v1 hierarchy for memory, pids or cpu";
+  return host;
+}
+
+CgroupV1Host detect_cgroup_v1() {
+  struct statfs st{};
+  if (::statfs("/sys/fs/cgroup", &st) != 0 || st.f_type == CGROUP2_SUPER_MAGIC) {
+    CgroupV1Host none;
+    none.why = "no cgroup v1 hierarchies are mounted";
+    return none;
+  }
+  return detect_cgroup_v1("/sys/fs/cgroup", read_text("/proc/self/cgroup"), ::geteuid() == 0);
+}
+
 }  // namespace nsrun

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace nsrun {
@@ -37,5 +38,17 @@ CgroupHost detect_cgroup_v2(const std::string& mount, std::string_view proc_self
 
 // The real host: finds the v2 mount (statfs magic) and reads /proc/self/cgroup.
 CgroupHost detect_cgroup_v2();
+
+// cgroup v1, as nsjail uses it: for root only (v1 has no safe delegation),
+// one directory per controller hierarchy. `mount` is where the v1
+// hierarchies are mounted (/sys/fs/cgroup/<controller>).
+struct CgroupV1Host {
+  bool usable = false;
+  // controller ("memory", "pids", "cpu") -> the caller's cgroup directory in it
+  std::vector<std::pair<std::string, std::string>> dirs;
+  std::string why;
+};
+CgroupV1Host detect_cgroup_v1(const std::string& mount, std::string_view proc_self_cgroup, bool root);
+CgroupV1Host detect_cgroup_v1();
 
 }  // namespace nsrun

@@ -125,3 +125,37 @@ TEST_CASE("cgroup key lines", "[cgroup]") {
   CHECK(cgroup_key("oom 2\noom_kill 5\n", "oom_kill") == 5);
   CHECK(cgroup_key("oom_kill 5\n", "oom") == 0);
 }
+
+TEST_CASE("cgroup v1 as root: detection per hierarchy, the writes, nsrun in and out", "[cgroup]") {
+  FakeTree t;
+  t.put("/pids/cgroup.procs", "");
+  t.put("/memory/process_api/x/cgroup.procs", "");
+  t.put("/cpu/cgroup.procs", "");
+  const char* text = "8:pids:/\n4:memory:/process_api/x\n2:cpu,cpuacct:/\n0::/\n";
+  CHECK_FALSE(detect_cgroup_v1(t.root, text, false).usable);
+  const CgroupV1Host h = detect_cgroup_v1(t.root, text, true);
+  REQUIRE(h.usable);
+  CHECK(h.dirs == std::vector<std::pair<std::string, std::string>>{
+                      {"pids", t.root + "/pids"}, {"memory", t.root + "/memory/process_api/x"}, {"cpu", t.root + "/cpu"}});
+  LimitsPlan plan;
+  plan.cgroup_pids = 9;
+  plan.cgroup_memory = 1 << 20;
+  plan.cgroup_cpu_millis = 250;
+  CHECK(cgroup_v1_writes("cpu", plan) ==
+        std::vector<std::pair<std::string, std::string>>{{"cpu.cfs_period_us", "100000"}, {"cpu.cfs_quota_us", "25000"}});
+  auto made = SandboxCgroupV1::make(h.dirs, 77, plan, true);
+  REQUIRE(made.has_value());
+  CHECK(t.get("/pids/nsrun-77/pids.max") == "9");
+  CHECK(t.get("/memory/process_api/x/nsrun-77/memory.limit_in_bytes") == "1048576");
+  CHECK(t.get("/cpu/nsrun-77/cpu.cfs_quota_us") == "25000");
+  REQUIRE(made->enter(77).has_value());
+  CHECK(t.get("/pids/nsrun-77/cgroup.procs") == "77");
+  REQUIRE(made->leave(77).has_value());
+  CHECK(t.get("/pids/cgroup.procs") == "77");
+  t.put("/memory/process_api/x/nsrun-77/memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n");
+  CHECK(made->events().oom_kills == 2);
+  ::unlink((t.root + "/memory/process_api/x/nsrun-77/memory.oom_control").c_str());
+  REQUIRE(made->remove().has_value());
+  CHECK_FALSE(fs::exists(t.root + "/pids/nsrun-77"));
+  CHECK_FALSE(fs::exists(t.root + "/memory/process_api/x/nsrun-77"));
+}
