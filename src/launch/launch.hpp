@@ -43,6 +43,9 @@ struct Prepared {
   std::optional<gid_t> join_gid;
   std::vector<std::string> lock_files;
   Timeline timeline;                       // started before prepare()
+  // `nsrun probe`: the whole launch, with the command's process exiting 0
+  // where it would exec; no command runs.
+  bool stop_before_exec = false;
 };
 
 Result<Prepared> prepare(const Policy& policy);
@@ -77,9 +80,14 @@ struct CommandSetup {
 pid_t spawn_command(int channel, Prepared& p, const sigset_t& original_mask, const CommandSetup& setup);
 // Child side: PDEATHSIG, and a check that the parent did not die before it.
 void arm_die_with_parent(int channel);
-// Parent side, after fork/clone of `child`: reads the channel to its end,
-// then waits for the command, forwarding signals.
-LaunchOutcome supervise(pid_t child, int channel, Prepared& p, const sigset_t& original_mask);
+// Parent side, after fork/clone of `child` (named `first_process` in a
+// message): reads the channel to its end, then waits for the command,
+// forwarding signals. A sandbox that dies before the command's exec
+// (SIGKILL, the OOM killer) ends as an error of the phase "set-up" (exit
+// 125); one that dies after it, with the status it died with (137 for a
+// SIGKILL), as the command would.
+LaunchOutcome supervise(pid_t child, int channel, Prepared& p, const sigset_t& original_mask,
+                        std::string_view first_process);
 
 // Runs the command; returns nsrun's exit status (the command's, or 125, 126,
 // 127 for nsrun's own failures, with the message already printed).

@@ -31,6 +31,7 @@ void send_timeline(int fd, std::string_view encoded);
 struct ChildReport {
   std::optional<Error> error;  // the first error the sandbox sent
   std::string timeline;        // encoded marks, when sent
+  bool exec_next = false;      // the command reached its exec (ChannelBytes::exec_next)
 };
 
 // Parent side, in two halves. receive_raw() reads until end-of-file into
@@ -43,6 +44,9 @@ struct ChannelBytes {
   bool has_error = false;
   std::array<char, 1024> timeline;
   std::size_t timeline_size = 0;
+  // The timeline arrived: the command's last message, sent just before its
+  // exec. End-of-file without it means the sandbox died in set-up.
+  bool exec_next = false;
   int failed_errno = 0;           // the receive itself failed
 };
 void receive_raw(int fd, ChannelBytes& out);
