@@ -68,9 +68,9 @@ NamespaceVerdict probe_namespaces(Prepared p) {
 // The same for the Landlock rung, once assess() found it expressible: the
 // supervisor, the private TMPDIR and the command's confinement, up to the
 // exec.
-void probe_landlock(Prepared p, const Policy& policy, landlock::Readiness& ready) {
+void probe_landlock(Prepared p, landlock::Readiness& ready) {
   p.stop_before_exec = true;
-  LaunchOutcome o = landlock::run(p, policy, ready);
+  LaunchOutcome o = landlock::run(p, ready);
   if (!o.error && o.exit_code == 0) return;
   ready.reason = reason::failed;
   ready.detail = o.error ? o.error->message() : fmt::format("the launch ended with status {} before the exec", o.exit_code);
@@ -175,7 +175,7 @@ LadderOutcome run_ladder(const Policy& policy, Prepared& p, LaunchReport& report
     report.rung = "none";
     return done({125, no_sandbox(ns, ll), {}}, p.timeline);
   }
-  LaunchOutcome o = landlock::run(p, policy, std::move(ready));
+  LaunchOutcome o = landlock::run(p, std::move(ready));
   if (o.command_started) {
     ll.used = true;
     report.rung = "landlock";
@@ -200,7 +200,7 @@ int probe_rungs(const Policy& policy, bool json_out) {
   const LaunchPlan* plan = &prepared->plan;
   const NamespaceVerdict ns = probe_namespaces(*prepared);
   landlock::Readiness ll = landlock::assess(policy);
-  if (ll.reason.empty()) probe_landlock(*prepared, policy, ll);
+  if (ll.reason.empty()) probe_landlock(*prepared, ll);
   const bool ns_ok = ns.reason.empty() && policy.backend != Backend::landlock;
   const bool ll_ok = ll.reason.empty() && policy.backend != Backend::namespaces;
   const std::string selected = ns_ok ? "namespaces" : ll_ok ? "landlock" : "none";

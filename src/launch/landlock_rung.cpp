@@ -262,20 +262,22 @@ Readiness assess(const Policy& policy) {
     r.detail = ruleset.error().item;
     return r;
   }
-  r.ruleset = std::move(*ruleset);
-  return r;
-}
-
-LaunchOutcome run(Prepared& p, const Policy& policy, Readiness ready) {
-  LaunchOutcome out;
   // Without a network namespace, --network none is the filter's to keep.
   auto filter = compile_filter(policy, FilterRung::landlock);
   if (!filter) {
-    out.error = filter.error();
-    out.timeline = p.timeline;
-    return out;
+    r.reason = "failed";
+    r.detail = filter.error().message();
+    return r;
   }
-  p.seccomp = std::move(*filter);
+  r.ruleset = std::move(*ruleset);
+  r.filter = filter_spec(policy, FilterRung::landlock);
+  r.seccomp = std::move(*filter);
+  return r;
+}
+
+LaunchOutcome run(Prepared& p, Readiness ready) {
+  LaunchOutcome out;
+  p.seccomp = std::move(ready.seccomp);
   // Everything but the private TMPDIR, which the supervisor adds.
   Result<Fd> fd = build(ready.ruleset);
   p.timeline.mark("landlock-plan");

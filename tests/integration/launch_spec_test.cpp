@@ -86,3 +86,40 @@ TEST_CASE("nsrun probe runs the launch up to the exec and leaves nothing behind"
   CHECK(entries(tmp.path()).empty());
   CHECK(entries(ws.path()).empty());
 }
+
+// `explain --backend landlock` prints the plan of the rung that would run:
+// the ruleset (paths with rights, what is refused everywhere) and that
+// rung's seccomp profile, never a mount plan it would not run.
+TEST_CASE("explain --backend landlock prints the Landlock ruleset, not mounts", "[explain][landlock][launch]") {
+  TempDir ws("ws");
+  RunResult ll = nsrun({"explain", "--backend", "landlock", "--", "true"}, at(ws));
+  INFO(ll.out << ll.err);
+  REQUIRE(ll.exit_code == 0);
+  CHECK(ll.out.find("rung: landlock") != std::string::npos);
+  CHECK(ll.out.find(fmt::format("landlock allows {}: every handled right (writable root", ws.path())) != std::string::npos);
+  CHECK(ll.out.find("landlock allows /: execute read-file read-dir") != std::string::npos);
+  CHECK(ll.out.find("refused everywhere, writable roots too: file-metadata, sysv-ipc, posix-mqueue") != std::string::npos);
+  CHECK(ll.out.find("\nseccomp: ") != std::string::npos);
+  // None of the namespace rung's plan: its namespaces, id maps, mounts.
+  for (const char* line : {"\nnamespaces: ", "\nuid_map: ", "\nproc: ", "\nmounts:\n", " bind / -> / "}) {
+    INFO(line);
+    CHECK(ll.out.find(line) == std::string::npos);
+  }
+
+  // The namespace rung's plan is the one with mounts, and no ruleset.
+  RunResult ns = nsrun({"explain", "--backend", "namespaces", "--", "true"}, at(ws));
+  INFO(ns.out << ns.err);
+  REQUIRE(ns.exit_code == 0);
+  CHECK(ns.out.find("landlock allows") == std::string::npos);
+  CHECK(ns.out.find("\nmounts:\n") != std::string::npos);
+  CHECK(ns.out != ll.out);
+
+  // A policy the Landlock rung cannot keep is refused with the item, as
+  // the launch would refuse it, rather than explained.
+  RunResult no = nsrun({"explain", "--backend", "landlock", "--tmpfs", ws / "t", "--", "true"}, at(ws));
+  INFO(no.out << no.err);
+  CHECK(no.exit_code == 125);
+  CHECK(no.out.empty());
+  CHECK(no.err.starts_with("nsrun: --backend landlock: the Landlock rung cannot run this policy: landlock-cannot-express"));
+  CHECK(count_lines(no.err) == 1);
+}
