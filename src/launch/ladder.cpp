@@ -1,20 +1,13 @@
 #include "launch/ladder.hpp"
 
 #include <sched.h>
-#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <climits>
 
 #include <fmt/format.h>
 
 #include "launch/landlock_rung.hpp"
-#include "launch/userns.hpp"
-#include "ns/channel.hpp"
 #include "policy/json.hpp"
-#include "sys/fd.hpp"
-#include "sys/flags.hpp"
 #include "sys/syscalls.hpp"
 
 namespace nsrun {
