@@ -2,6 +2,8 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sched.h>
+#include <sys/capability.h>
 #include <sys/stat.h>
 
 #include <memory>
@@ -68,17 +70,23 @@ std::string hard_link_warnings(const Policy& policy) {
 namespace {
 
 // The namespace rung's plan: mounts, capabilities, its filter.
-void explain_namespaces(const Policy& policy, const Prepared& prepared, std::string& out) {
+void explain_namespaces(const Prepared& prepared, std::string& out) {
   out += describe(prepared.plan);
-  out += policy.cap_add.empty() ? "capabilities: all dropped; no_new_privs\n"
-                                : fmt::format("capabilities: all dropped but {}; no_new_privs\n", fmt::join(policy.cap_add, " "));
-  out += fmt::format("seccomp: {}\n", describe_filter(filter_spec(policy, FilterRung::namespaces), prepared.seccomp));
+  std::string kept;
+  for (cap_value_t c : prepared.keep_caps) {
+    char* n = cap_to_name(c);
+    kept += fmt::format("{}{}", kept.empty() ? "" : " ", n != nullptr ? n : "?");
+    cap_free(n);
+  }
+  out += kept.empty() ? "capabilities: all dropped; no_new_privs\n"
+                      : fmt::format("capabilities: all dropped but {}; no_new_privs\n", kept);
+  out += fmt::format("seccomp: {}\n", describe_filter(filter_spec(prepared.filter), prepared.seccomp));
   // The Landlock rung cannot tell a writable root from the rest of the host
   // for these: its filter refuses them everywhere.
   out += fmt::format("landlock rung: refuses everywhere, writable roots too: {} (Landlock cannot confine them to "
                      "the writable roots)\n",
                      fmt::join(landlock_refused_everywhere(), ", "));
-  out += fmt::format("network: {}\n", policy.network == Network::none
+  out += fmt::format("network: {}\n", (prepared.plan.clone_flags & CLONE_NEWNET) != 0
                                            ? "none (a new network namespace with only lo up, 127.0.0.1; pathname unix sockets are "
                                              "files, not network: see unix sockets)"
                                            : "share (the host's network)");
@@ -93,7 +101,7 @@ Result<void> explain_landlock(const Policy& policy, std::string& out) {
   out += "rung: landlock (no namespaces: the command runs on the host's file system under the ruleset below)\n";
   out += landlock::describe(ready.ruleset);
   out += "capabilities: all dropped (bounding and ambient sets emptied); no_new_privs\n";
-  out += fmt::format("seccomp: {}\n", describe_filter(ready.filter, ready.seccomp));
+  out += fmt::format("seccomp: {}\n", describe_filter(filter_spec(ready.filter), ready.seccomp));
   out += fmt::format("network: {}\n", policy.network == Network::none
                                            ? "none (no network namespace on this rung: the filter refuses socket() for "
                                              "AF_INET, AF_INET6 and AF_PACKET; pathname unix sockets are files, not "
@@ -126,7 +134,7 @@ Result<std::string> explain(const Policy& policy) {
   if (policy.backend == Backend::landlock) {
     if (auto r = explain_landlock(policy, out); !r) return fail(r.error());
   } else {
-    explain_namespaces(policy, *prepared, out);
+    explain_namespaces(*prepared, out);
   }
   if (policy.unix_sockets == UnixSockets::none)
     out += "unix sockets: none (socket(AF_UNIX) refused by the filter on both rungs; socketpair works; abstract "

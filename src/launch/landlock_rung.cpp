@@ -270,14 +270,13 @@ Readiness assess(const Policy& policy) {
     return r;
   }
   r.ruleset = std::move(*ruleset);
-  r.filter = filter_spec(policy, FilterRung::landlock);
+  r.filter = filter_key(policy, FilterRung::landlock);
   r.seccomp = std::move(*filter);
   return r;
 }
 
 LaunchOutcome run(Prepared& p, Readiness ready) {
   LaunchOutcome out;
-  p.seccomp = std::move(ready.seccomp);
   // Everything but the private TMPDIR, which the supervisor adds.
   Result<Fd> fd = build(ready.ruleset);
   p.timeline.mark("landlock-plan");
@@ -307,6 +306,7 @@ LaunchOutcome run(Prepared& p, Readiness ready) {
   const sigset_t original_mask = block_for_launch();
   CommandSetup setup;
   setup.landlock_ruleset = fd->get();
+  setup.filter = &ready.seccomp;
   const pid_t nsrun_pid = ::getpid();
   const pid_t child = ::fork();
   if (child < 0) {

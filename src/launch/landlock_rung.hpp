@@ -27,7 +27,7 @@ struct Readiness {
   std::string reason;   // stable code when unusable: landlock-missing, landlock-cannot-express, failed
   std::string detail;   // the error or the item behind the reason
   Ruleset ruleset;      // valid when reason is empty (tmpdir rule not yet added)
-  FilterSpec filter;    // this rung's filter (FilterRung::landlock) ...
+  FilterKey filter;     // this rung's filter (FilterRung::landlock) ...
   BpfProgram seccomp;   // ... compiled; loaded by the command last
 };
 

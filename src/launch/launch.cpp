@@ -122,7 +122,7 @@ Error try_exec(Prepared& p) {
   }
   // Last: from here on the command's own restrictions apply to us too.
   if (!setup.confined_by_parent)
-    if (auto r = load_filter(p.seccomp); !r) die(channel, r.error());
+    if (auto r = load_filter(setup.filter != nullptr ? *setup.filter : p.seccomp); !r) die(channel, r.error());
   for (const auto& program : p.extra_seccomp)
     if (auto r = load_filter(program); !r) die(channel, r.error());
   // The check tries for real: if it succeeds, the command never runs.
@@ -471,6 +471,7 @@ Result<Prepared> prepare(const Policy& policy) {
   p.keep_caps = std::move(*caps);
   auto filter = compile_filter(policy);
   if (!filter) return fail(filter.error());
+  p.filter = filter_key(policy, FilterRung::namespaces);
   p.seccomp = std::move(*filter);
   if (policy.disable_userns) {
     auto no_userns = compile_no_userns_filter();

@@ -19,7 +19,11 @@
 
 namespace nsrun {
 
-// What the child needs, fully computed in the parent.
+// The namespace rung's launch spec (and what both rungs' command start
+// shares), built once from the Policy and the host facts by prepare(): the
+// launch, `nsrun probe` and `nsrun explain` read it, not the Policy. The
+// Landlock rung's own part is landlock::Readiness (launch/landlock_rung.hpp).
+// Only `timeline` changes during a launch (and the children's copies).
 struct Prepared {
   LaunchPlan plan;
   std::vector<std::string> env;            // resolved environment
@@ -29,7 +33,8 @@ struct Prepared {
   std::vector<cap_value_t> keep_caps;      // kept inside (bwrap --cap-add)
   int new_session = -1;                    // -1: when stdin is not a terminal
   bool die_with_parent = true;
-  BpfProgram seccomp;                      // compiled; loaded last, before exec
+  FilterKey filter;                        // the namespace rung's filter (cheap: explain builds its rules) ...
+  BpfProgram seccomp;                      // ... compiled; loaded last, before exec
   std::vector<BpfProgram> extra_seccomp;   // the no-userns filter, then the caller's, after `seccomp`
   bool assert_userns_disabled = false;
   int info_fd = -1;                        // status fds, -1: none
@@ -68,6 +73,9 @@ struct CommandSetup {
   // capability sets, set no_new_privs and loaded `Prepared::seccomp`; the
   // command inherits all of it instead of doing it again.
   bool confined_by_parent = false;
+  // The rung's own filter instead of `Prepared::seccomp` (the Landlock
+  // rung's, from its spec), so that no rung rewrites the shared spec.
+  const BpfProgram* filter = nullptr;
 };
 
 // Shared by the rungs. Child side: the process that becomes the command
