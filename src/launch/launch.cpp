@@ -418,6 +418,12 @@ LaunchOutcome supervise(pid_t child, int channel, Prepared& p, const sigset_t& o
     int status = 0;
     ::waitpid(child, &status, 0);
     sigprocmask(SIG_SETMASK, &original_mask, nullptr);
+    if (p.setup_death_as_status) {
+      // Not a failure to move on from: no other rung may run the command.
+      out.command_started = true;
+      out.exit_code = exit_status(status);
+      return out;
+    }
     out.error = died_in_setup(status, first_process);
     out.exit_code = out.error->exit_code();
     return out;
@@ -507,7 +513,7 @@ int run(const Policy& policy) {
   });
 }
 
-int run(const Policy& policy, const ErrorReporter& report_error) {
+int run(const Policy& policy, const ErrorReporter& report_error, SetupDeath setup_death) {
   // Before anything runs: the command must not be able to choose what the
   // report overwrites (see ReportSink).
   auto sink = ReportSink::open(policy);
@@ -529,6 +535,7 @@ int run(const Policy& policy, const ErrorReporter& report_error) {
 
   auto prepared = prepare(policy);
   if (!prepared) return finish(prepared.error().exit_code(), prepared.error());
+  prepared->setup_death_as_status = setup_death == SetupDeath::as_status;
   report.proc = prepared->plan.proc;
   if (policy.mode == Mode::full_access) {
     report.rung = "unconfined";

@@ -51,6 +51,10 @@ struct Prepared {
   // `nsrun probe`: the whole launch, with the command's process exiting 0
   // where it would exec; no command runs.
   bool stop_before_exec = false;
+  // A sandbox that dies before the command's exec: an error of the phase
+  // "set-up" (nsrun's way), or, as bwrap does, its status passed on
+  // silently as the command's (SetupDeath::as_status).
+  bool setup_death_as_status = false;
 };
 
 Result<Prepared> prepare(const Policy& policy);
@@ -106,7 +110,10 @@ int run(const Policy& policy);
 // own; the launch does not know which front end it serves. `cause`, when
 // set, is the namespace rung's own failure behind a refusal of the ladder.
 using ErrorReporter = std::function<int(const Error& error, const std::optional<Error>& cause)>;
-int run(const Policy& policy, const ErrorReporter& report_error);
+// How a sandbox killed before the command's exec ends the run (see
+// Prepared::setup_death_as_status).
+enum class SetupDeath { error, as_status };
+int run(const Policy& policy, const ErrorReporter& report_error, SetupDeath setup_death = SetupDeath::error);
 
 // The candidate paths execvp would try for `name` under `path_var`.
 std::vector<std::string> exec_candidates(const std::string& name, const char* path_var);
