@@ -198,42 +198,38 @@ elapsed=$((SECONDS - start))
 # Kills in set-up: the killer judges each launch's ending; what is left
 # behind is checked below with the rest (its launches carry the rung's
 # marker and use the same TMPDIR).
+# set_up_kills WHAT MARK KILLER-ARGS...: one killer run, its lines and a
+# result line.
+set_up_kills() {
+    local what=$1 mark=$2 krc=0 line
+    shift 2
+    say "$what"
+    (cd "$work/ws" && exec env TMPDIR="$work/tmp" NSRUN_SOAK_MARK="$mark" "$killer" "$@") \
+        >"$work/killer" 2>&1 </dev/null || krc=$?
+    sed -e '/^[0-9]* passed, [0-9]* failed$/d' -e 's/^/soak: /' "$work/killer"
+    line=$(tail -n 1 "$work/killer")
+    if ((krc == 0)) && [[ "$line" =~ ^[1-9][0-9]*\ passed,\ 0\ failed$ ]]; then
+        results+=("ok    $what: each ended as allowed ($line)")
+        passed=$((passed + 1))
+    else
+        results+=("FAIL  $what (killer exit $krc: $line)")
+        failed=$((failed + 1))
+    fi
+}
+payload_short=(sh -c 'sleep 300 & exit 0')
 for ((k = 0; k < ${#usable[@]} && setup_kills > 0 && !stop; k++)); do
     r=${usable[k]}
     n=$(( setup_kills / ${#usable[@]} + (k < setup_kills % ${#usable[@]} ? 1 : 0) ))
     ((n)) || continue
-    say "$n set-up kills on $r"
-    krc=0
-    (cd "$work/ws" && exec env TMPDIR="$work/tmp" NSRUN_SOAK_MARK="$token-$r-setup" \
-        "$killer" --launches "$n" --seed "$seed" -- "$nsrun" --backend "$r" -- sh -c 'sleep 300 & exit 0') \
-        >"$work/killer-$r" 2>&1 </dev/null || krc=$?
-    sed -e '/^[0-9]* passed, [0-9]* failed$/d' -e 's/^/soak: /' "$work/killer-$r"
-    line=$(tail -n 1 "$work/killer-$r")
-    if ((krc == 0)) && [[ "$line" =~ ^[1-9][0-9]*\ passed,\ 0\ failed$ ]]; then
-        results+=("ok    $r: $n set-up kills, each ended as allowed ($line)")
-        passed=$((passed + 1))
-    else
-        results+=("FAIL  $r: set-up kills (killer exit $krc: $line)")
-        failed=$((failed + 1))
-    fi
+    set_up_kills "$r: $n set-up kills" "$token-$r-setup" \
+        --launches "$n" --seed "$seed" -- "$nsrun" --backend "$r" -- "${payload_short[@]}"
     [[ "$r" == namespaces ]] || continue
-    # bwrap's semantics: a death in set-up is passed on as the child's status.
+    # bwrap's semantics: a death in set-up is passed on as the child's
+    # status, silently.
     nb=$(( (n + 9) / 10 ))
-    say "$nb set-up kills through the bwrap dialect"
-    krc=0
-    (cd "$work/ws" && exec env TMPDIR="$work/tmp" NSRUN_SOAK_MARK="$token-$r-setup-bwrap" \
-        "$killer" --bwrap --launches "$nb" --seed "$seed" -- "$nsrun" bwrap --unshare-all --die-with-parent \
-        --ro-bind / / --proc /proc --dev /dev -- sh -c 'sleep 300 & exit 0') \
-        >"$work/killer-bwrap" 2>&1 </dev/null || krc=$?
-    sed -e '/^[0-9]* passed, [0-9]* failed$/d' -e 's/^/soak: bwrap /' "$work/killer-bwrap"
-    line=$(tail -n 1 "$work/killer-bwrap")
-    if ((krc == 0)) && [[ "$line" =~ ^[1-9][0-9]*\ passed,\ 0\ failed$ ]]; then
-        results+=("ok    $r: $nb set-up kills through the bwrap dialect, each passed on silently ($line)")
-        passed=$((passed + 1))
-    else
-        results+=("FAIL  $r: set-up kills through the bwrap dialect (killer exit $krc: $line)")
-        failed=$((failed + 1))
-    fi
+    set_up_kills "$r: $nb set-up kills through the bwrap dialect" "$token-$r-setup-bwrap" \
+        --bwrap --launches "$nb" --seed "$seed" -- "$nsrun" bwrap --unshare-all --die-with-parent \
+        --ro-bind / / --proc /proc --dev /dev -- "${payload_short[@]}"
 done
 
 # Processes of nsrun killed with SIGKILL die a moment later (the parent-death
