@@ -93,14 +93,14 @@ void close_all_but(const std::vector<Fd>& held, std::initializer_list<int> also)
 // command never holds it. Where the kernel (or an outer sandbox, whose
 // filter refuses listeners) says no, the plain filter: the same refusals,
 // unobserved.
-Result<void> load_command_filter(const Prepared& p) {
+Result<void> load_command_filter(const Prepared& p, const BpfProgram& plain) {
   if (!p.seccomp_notify.empty() && p.words_fd >= 0) {
     if (auto listener = load_filter_listening(p.seccomp_notify)) {
       send_listener(p.words_fd, listener->get());
       return {};
     }
   }
-  return load_filter(p.seccomp);
+  return load_filter(plain);
 }
 
 // PID 1's answer to nsrun's timer: SIGTERM to every process of its PID
@@ -150,7 +150,8 @@ Error try_exec(Prepared& p) {
   }
   // Last: from here on the command's own restrictions apply to us too.
   if (!setup.confined_by_parent)
-    if (auto r = load_command_filter(p); !r) die(channel, r.error());
+    if (auto r = load_command_filter(p, setup.filter != nullptr ? *setup.filter : p.seccomp); !r)
+      die(channel, r.error());
   for (const auto& program : p.extra_seccomp)
     if (auto r = load_filter(program); !r) die(channel, r.error());
   // The check tries for real: if it succeeds, the command never runs.
@@ -158,6 +159,7 @@ Error try_exec(Prepared& p) {
     die(channel, sys_error(Operation::assert_userns_disabled, {}, 0, "creating a user namespace still works"));
   p.timeline.mark("seccomp");
   send_timeline(channel, p.timeline.encode());
+  if (p.stop_before_exec) ::_exit(0);
   die(channel, try_exec(p));
 }
 
@@ -293,7 +295,7 @@ namespace {
     if (auto r = enter_directory(p.plan); !r) die(channel, r.error());
     if (auto r = set_capabilities({}); !r) die(channel, r.error());
     if (auto r = set_no_new_privs(); !r) die(channel, r.error());
-    if (auto r = load_command_filter(p); !r) die(channel, r.error());
+    if (auto r = load_command_filter(p, p.seccomp); !r) die(channel, r.error());
   }
   const pid_t command = spawn_command(channel, p, original_mask, setup);
   if (command < 0) die(channel, sys_error(Operation::fork, "command"));
@@ -334,6 +336,29 @@ namespace {
   (void)set_capabilities({});
   (void)set_no_new_privs();
   ::_exit(wait_forwarding(child));
+}
+
+// `status` is the sandbox's first process's (PID 1, or the Landlock rung's
+// supervisor). Killed itself, it names itself; exited, it passed on the
+// status of the command's process, which died before its exec.
+Error died_in_setup(int status, std::string_view first_process) {
+  std::string what;
+  if (WIFSIGNALED(status)) {
+    what = fmt::format("{} was killed by signal {} (SIG{}) before the command's exec", first_process,
+                       WTERMSIG(status), sigabbrev_np(WTERMSIG(status)));
+  } else {
+    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    if (code > 128 && sigabbrev_np(code - 128) != nullptr)
+      what = fmt::format("the command's process was killed by signal {} (SIG{}) before its exec", code - 128,
+                         sigabbrev_np(code - 128));
+    else
+      what = fmt::format("the command's process ended with status {} before its exec", code);
+  }
+  Error e{"set-up", 0, {}, std::move(what)};
+  // Seen by nsrun while it supervises; which step the sandbox had reached
+  // (build, confine, the command's start) it did not say before dying.
+  e.phase = Phase::supervise;
+  return e;
 }
 
 int run_unconfined(Prepared& p) {
@@ -446,7 +471,7 @@ LaunchOutcome run_namespaces(Prepared& p) {
   channel->child.reset();
   if (words) words->child.reset();
   p.words_fd = -1;
-  LaunchOutcome result = supervise(child, channel->parent.get(), p, original_mask);
+  LaunchOutcome result = supervise(child, channel->parent.get(), p, original_mask, "PID 1");
   if (cgroup || cgroup_v1) {
     // The cgroup's own account, truer than rusage: the whole sandbox.
     const CgroupEvents events = cgroup ? cgroup->events() : cgroup_v1->events();
@@ -464,7 +489,8 @@ LaunchOutcome run_namespaces(Prepared& p) {
   return result;
 }
 
-LaunchOutcome supervise(pid_t child, int channel, Prepared& p, const sigset_t& original_mask) {
+LaunchOutcome supervise(pid_t child, int channel, Prepared& p, const sigset_t& original_mask,
+                        std::string_view first_process) {
   LaunchOutcome out;
   // Not zeroed: only the bytes received are touched.
   ChannelBytes bytes;
@@ -486,6 +512,24 @@ LaunchOutcome supervise(pid_t child, int channel, Prepared& p, const sigset_t& o
     // An exec failure happens after the sandbox was built: the command's
     // own fate, not a reason to try another rung.
     out.command_started = out.error->kind == ErrorKind::not_found || out.error->kind == ErrorKind::not_exec;
+    return out;
+  }
+  if (!received->exec_next) {
+    // Every copy of the channel closed with neither an error nor the
+    // command's last message: a process of the sandbox was killed in
+    // set-up (SIGKILL, the OOM killer). The command never ran; say so
+    // instead of passing the death on as if it were the command's.
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    sigprocmask(SIG_SETMASK, &original_mask, nullptr);
+    if (p.setup_death_as_status) {
+      // Not a failure to move on from: no other rung may run the command.
+      out.command_started = true;
+      out.exit_code = exit_status(status);
+      return out;
+    }
+    out.error = died_in_setup(status, first_process);
+    out.exit_code = out.error->exit_code();
     return out;
   }
   out.timeline.mark("exec");
@@ -536,14 +580,18 @@ Result<Prepared> prepare(const Policy& policy) {
     p.plan.clone_flags &= ~static_cast<uint64_t>(CLONE_NEWCGROUP);
   p.env = resolve_env(policy, current_environment());
   p.argv = policy.argv;
-  p.exec_paths = exec_candidates(policy.argv.front(), env_lookup(p.env, "PATH"));
-  if (!policy.argv0.empty()) p.argv.front() = policy.argv0;
+  // No command: `nsrun probe`, which stops before the exec.
+  if (!policy.argv.empty()) {
+    p.exec_paths = exec_candidates(policy.argv.front(), env_lookup(p.env, "PATH"));
+    if (!policy.argv0.empty()) p.argv.front() = policy.argv0;
+  }
   p.pass_fds = policy.pass_fds;
   auto caps = parse_capabilities(policy.cap_add);
   if (!caps) return fail(caps.error());
   p.keep_caps = std::move(*caps);
   auto filter = compile_filter(policy);
   if (!filter) return fail(filter.error());
+  p.filter = filter_key(policy, FilterRung::namespaces);
   p.seccomp = std::move(*filter);
   if (policy.disable_userns) {
     auto no_userns = compile_no_userns_filter();
@@ -568,7 +616,9 @@ Result<Prepared> prepare(const Policy& policy) {
   p.lock_files = policy.lock_files;
   if (policy.new_session) p.new_session = *policy.new_session ? 1 : 0;
   p.die_with_parent = policy.die_with_parent;
-  if (auto r = prepare_limits(policy, p, FilterRung::namespaces); !r) return fail(r.error());
+  auto limits = rung_limits(policy, FilterRung::namespaces);
+  if (!limits) return fail(limits.error());
+  apply_limits(p, std::move(*limits));
   p.timeline.mark("prepare");
   return p;
 }
@@ -611,29 +661,38 @@ LimitFacts limit_facts(const Policy& policy, bool namespaces_rung) {
   return f;
 }
 
-Result<void> prepare_limits(const Policy& policy, Prepared& p, FilterRung rung) {
+Result<RungLimits> rung_limits(const Policy& policy, FilterRung rung) {
+  RungLimits out;
   const LimitFacts facts = limit_facts(policy, rung == FilterRung::namespaces);
   auto limits = plan_limits(policy.limits, facts);
   if (!limits) return fail(limits.error());
-  p.limits = std::move(*limits);
-  if (p.limits.use_cgroup) {
-    if (facts.cgroup_version == 1) p.cgroup_v1_dirs = detect_cgroup_v1().dirs;
-    else p.cgroup_base = detect_cgroup_v2().dir;
+  out.plan = std::move(*limits);
+  if (out.plan.use_cgroup) {
+    if (facts.cgroup_version == 1) out.cgroup_v1_dirs = detect_cgroup_v1().dirs;
+    else out.cgroup_base = detect_cgroup_v2().dir;
   }
+  out.observe = !policy.report_path.empty() || policy.report_fd.has_value() || policy.verdict;
+  // Not with --assert-userns-disabled: its check is a notified call made
+  // before the exec, while nsrun still waits for the exec (a wait on itself).
+  if (out.observe && !policy.assert_userns_disabled) {
+    auto notify = compile_notify_filter(policy, rung);
+    if (!notify) return fail(notify.error());
+    out.notify = std::move(*notify);
+    out.notify_spec = notify_spec(filter_spec(policy, rung));
+  }
+  return out;
+}
+
+void apply_limits(Prepared& p, RungLimits l) {
+  p.limits = std::move(l.plan);
   if (p.limits.tmpfs_size)
     for (auto& step : p.plan.mounts)
       if (step.op == MountStep::Op::tmpfs && step.size == 0) step.size = *p.limits.tmpfs_size;
-  p.observe = !policy.report_path.empty() || policy.report_fd.has_value() || policy.verdict;
-  p.seccomp_notify.clear();
-  // Not with --assert-userns-disabled: its check is a notified call made
-  // before the exec, while nsrun still waits for the exec (a wait on itself).
-  if (p.observe && !policy.assert_userns_disabled) {
-    auto notify = compile_notify_filter(policy, rung);
-    if (!notify) return fail(notify.error());
-    p.seccomp_notify = std::move(*notify);
-    p.seccomp_notify_spec = notify_spec(filter_spec(policy, rung));
-  }
-  return {};
+  p.observe = l.observe;
+  p.seccomp_notify = std::move(l.notify);
+  p.seccomp_notify_spec = std::move(l.notify_spec);
+  p.cgroup_base = std::move(l.cgroup_base);
+  p.cgroup_v1_dirs = std::move(l.cgroup_v1_dirs);
 }
 
 int run(const Policy& policy) {
@@ -643,7 +702,7 @@ int run(const Policy& policy) {
   });
 }
 
-int run(const Policy& policy, const ErrorReporter& report_error) {
+int run(const Policy& policy, const ErrorReporter& report_error, SetupDeath setup_death) {
   // Before anything runs: the command must not be able to choose what the
   // report overwrites (see ReportSink).
   auto sink = ReportSink::open(policy);
@@ -665,6 +724,7 @@ int run(const Policy& policy, const ErrorReporter& report_error) {
 
   auto prepared = prepare(policy);
   if (!prepared) return finish(prepared.error().exit_code(), prepared.error());
+  prepared->setup_death_as_status = setup_death == SetupDeath::as_status;
   report.proc = prepared->plan.proc;
   if (policy.mode == Mode::full_access) {
     report.rung = "unconfined";
