@@ -73,6 +73,27 @@ void remove_tree(const std::string& dir) {
   if (rc != 0) fmt::print(stderr, "nsrun: warning: could not remove the private TMPDIR {}\n", printable(dir));
 }
 
+// (pid, parent) of every process /proc lists now.
+std::vector<std::pair<pid_t, pid_t>> process_links() {
+  std::vector<std::pair<pid_t, pid_t>> links;
+  DIR* proc = ::opendir("/proc");
+  if (proc == nullptr) return links;
+  while (dirent* e = ::readdir(proc)) {
+    char* end = nullptr;
+    const long pid = std::strtol(e->d_name, &end, 10);
+    if (pid <= 0 || *end != '\0') continue;
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    Fd fd(::open(path, O_RDONLY | O_CLOEXEC));
+    char buf[512];
+    const ssize_t n = fd ? ::read(fd.get(), buf, sizeof buf) : -1;
+    if (n > 0)
+      links.emplace_back(static_cast<pid_t>(pid), parent_in_stat(std::string_view(buf, static_cast<std::size_t>(n))));
+  }
+  ::closedir(proc);
+  return links;
+}
+
 // Without a PID namespace nothing ends the command's background processes
 // for us: nsrun is their subreaper, so every one of them is, or becomes, our
 // child. Kill and reap until none is left.
@@ -84,23 +105,8 @@ void end_leftovers() {
     const pid_t reaped = ::waitpid(-1, &status, WNOHANG);
     if (reaped < 0 && errno == ECHILD) return;
     if (reaped > 0) continue;
-    DIR* proc = ::opendir("/proc");
-    if (proc != nullptr) {
-      while (dirent* e = ::readdir(proc)) {
-        char* end = nullptr;
-        const long pid = std::strtol(e->d_name, &end, 10);
-        if (pid <= 0 || *end != '\0') continue;
-        char path[64];
-        std::snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-        Fd fd(::open(path, O_RDONLY | O_CLOEXEC));
-        char buf[512];
-        const ssize_t n = fd ? ::read(fd.get(), buf, sizeof buf) : -1;
-        if (n <= 0) continue;
-        if (parent_in_stat(std::string_view(buf, static_cast<std::size_t>(n))) == self)
-          ::kill(static_cast<pid_t>(pid), SIGKILL);
-      }
-      ::closedir(proc);
-    }
+    for (const auto& [pid, parent] : process_links())
+      if (parent == self) ::kill(pid, SIGKILL);
     if (::waitpid(-1, &status, 0) < 0 && errno == ECHILD) return;
   }
 }
@@ -140,21 +146,7 @@ void remove_reported_tmpdir(int name_in) {
 // it), found by walking /proc's parent links from here.
 void terminate_descendants() {
   const pid_t self = ::getpid();
-  std::vector<std::pair<pid_t, pid_t>> links;  // (pid, parent)
-  if (DIR* proc = ::opendir("/proc")) {
-    while (dirent* e = ::readdir(proc)) {
-      char* end = nullptr;
-      const long pid = std::strtol(e->d_name, &end, 10);
-      if (pid <= 0 || *end != '\0') continue;
-      char path[64];
-      std::snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-      Fd fd(::open(path, O_RDONLY | O_CLOEXEC));
-      char buf[512];
-      const ssize_t n = fd ? ::read(fd.get(), buf, sizeof buf) : -1;
-      if (n > 0) links.emplace_back(static_cast<pid_t>(pid), parent_in_stat(std::string_view(buf, static_cast<std::size_t>(n))));
-    }
-    ::closedir(proc);
-  }
+  const auto links = process_links();
   std::vector<pid_t> below{self};
   for (std::size_t i = 0; i < below.size(); ++i)
     for (const auto& [pid, parent] : links)

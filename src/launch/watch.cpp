@@ -21,15 +21,6 @@ namespace nsrun {
 
 namespace {
 
-constexpr int forwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
-
-// A signal from the terminal (SI_KERNEL) already reached every process of
-// the foreground group; passing it on would deliver it twice.
-bool sent_by_a_process(const signalfd_siginfo& info) {
-  const int code = info.ssi_code;
-  return code == SI_USER || code == SI_QUEUE || code == SI_TKILL;
-}
-
 uint64_t micros(const timeval& t) { return static_cast<uint64_t>(t.tv_sec) * 1'000'000 + static_cast<uint64_t>(t.tv_usec); }
 
 bool has_rlimit(const std::vector<RlimitSetting>& rl, std::string_view n) {
@@ -42,10 +33,7 @@ Verdict watch(const WatchSetup& s) {
   Verdict v;
   v.started = true;
   const uint64_t start_ns = Timeline::now_ns();
-  sigset_t waited;
-  sigemptyset(&waited);
-  for (int sig : forwarded) sigaddset(&waited, sig);
-  sigaddset(&waited, SIGCHLD);
+  const sigset_t waited = launch_signals();
   Fd sigfd(::signalfd(-1, &waited, SFD_CLOEXEC | SFD_NONBLOCK));
 
   SandboxWords words;
@@ -107,7 +95,10 @@ Verdict watch(const WatchSetup& s) {
       if (fds[i].fd == sigfd.get()) {
         signalfd_siginfo info{};
         while (::read(sigfd.get(), &info, sizeof info) == static_cast<ssize_t>(sizeof info))
-          if (info.ssi_signo != SIGCHLD && sent_by_a_process(info)) ::kill(s.child, static_cast<int>(info.ssi_signo));
+          // The timer's own signal is for PID 1 from nsrun only: never passed on.
+          if (info.ssi_signo != SIGCHLD && static_cast<int>(info.ssi_signo) != end_sandbox_signal() &&
+              sent_by_a_process(info.ssi_code))
+            ::kill(s.child, static_cast<int>(info.ssi_signo));
       } else if (fds[i].fd == listener) {
         if ((fds[i].revents & POLLIN) != 0) log.serve(listener);
         else if ((fds[i].revents & (POLLHUP | POLLERR)) != 0) listener_open = false;

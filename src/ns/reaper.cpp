@@ -13,12 +13,6 @@ constexpr int forwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2,
 
 void ignore_signal(int) {}
 
-// A signal from the terminal (SI_KERNEL) already reached every process of
-// the foreground group; passing it on would deliver it twice.
-bool sent_by_a_process(const siginfo_t& info) {
-  return info.si_code == SI_USER || info.si_code == SI_QUEUE || info.si_code == SI_TKILL;
-}
-
 // What block_for_launch() blocks and the wait loop waits for.
 sigset_t blocked_for_launch() {
   sigset_t s;
@@ -30,6 +24,12 @@ sigset_t blocked_for_launch() {
 }
 
 }  // namespace
+
+// A signal from the terminal (SI_KERNEL) already reached every process of
+// the foreground group; passing it on would deliver it twice.
+bool sent_by_a_process(int si_code) { return si_code == SI_USER || si_code == SI_QUEUE || si_code == SI_TKILL; }
+
+sigset_t launch_signals() { return blocked_for_launch(); }
 
 sigset_t block_for_launch() {
   struct sigaction dfl{};
@@ -96,10 +96,10 @@ int wait_command(pid_t child, const WaitOptions& options, int* raw_status) {
     // command (only nsrun, outside, may ask: si_pid 0 from an outer
     // namespace, or nsrun's own pid on the Landlock rung).
     if (sig == end_sandbox_signal()) {
-      if (options.end_all != nullptr && sent_by_a_process(info)) options.end_all();
+      if (options.end_all != nullptr && sent_by_a_process(info.si_code)) options.end_all();
       continue;
     }
-    if (sent_by_a_process(info)) sys::raw(SYS_kill, child, sig);
+    if (sent_by_a_process(info.si_code)) sys::raw(SYS_kill, child, sig);
   }
 }
 

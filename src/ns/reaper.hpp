@@ -51,6 +51,14 @@ struct WaitOptions {
 // wait status stored in *raw_status (when not null).
 int wait_command(pid_t child, const WaitOptions& options, int* raw_status);
 
+// Whether a signal's si_code says a process sent it (kill, sigqueue,
+// tgkill) rather than the terminal, which already reached the group.
+bool sent_by_a_process(int si_code);
+
+// The set block_for_launch() blocks: the forwarded signals, SIGCHLD and
+// end_sandbox_signal().
+sigset_t launch_signals();
+
 // The status convention for a waitpid() status.
 int exit_status(int wait_status);
 
