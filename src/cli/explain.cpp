@@ -90,10 +90,23 @@ Result<std::string> explain(const Policy& policy) {
   out += fmt::format("landlock rung: refuses everywhere, writable roots too: {} (Landlock cannot confine them to "
                      "the writable roots)\n",
                      fmt::join(landlock_refused_everywhere(), ", "));
-  out += fmt::format("network: {}\n", policy.network == Network::none
-                                           ? "none (a new network namespace with only lo up, 127.0.0.1; pathname unix sockets are "
-                                             "files, not network: see unix sockets)"
-                                           : "share (the host's network)");
+  if (policy.network == Network::proxy) {
+    auto list = [](const std::vector<std::string>& v) {
+      std::string s;
+      for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+      return s.empty() ? std::string("-") : printable(s);
+    };
+    out += fmt::format("network: proxy (a new network namespace with only lo; HTTP/SOCKS proxy at 127.0.0.1:3128 and "
+                       "DNS at 127.0.0.1:53, served by nsrun outside the sandbox)\n"
+                       "  allow: {}\n  deny: {}\n  resolve: {}\n  log: {}\n",
+                       list(policy.egress.allow), list(policy.egress.deny), list(policy.egress.resolve),
+                       policy.egress.log.empty() ? "-" : printable(policy.egress.log));
+  } else {
+    out += fmt::format("network: {}\n", policy.network == Network::none
+                                             ? "none (a new network namespace with only lo up, 127.0.0.1; pathname unix sockets "
+                                               "are files, not network: see unix sockets)"
+                                             : "share (the host's network)");
+  }
   if (policy.unix_sockets == UnixSockets::none)
     out += "unix sockets: none (socket(AF_UNIX) refused by the filter on both rungs; socketpair works; abstract "
            "sockets and sockets in the private /tmp are refused too)\n";

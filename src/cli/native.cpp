@@ -133,8 +133,32 @@ const std::vector<Option>& options() {
          return {};
        }},
       // Hardening (docs/hardening.md).
-      {"--network", 1, "MODE", "share (default) or none (own network namespace, only lo; not unix sockets)",
-       set_enum(&Policy::network, parse_network, "--network", "share or none")},
+      {"--network", 1, "MODE",
+       "share (default), none (own network namespace, only lo; not unix sockets) or proxy (only through nsrun's "
+       "egress proxy, to --allow-host destinations)",
+       set_enum(&Policy::network, parse_network, "--network", "share, none or proxy")},
+      {"--allow-host", 1, "PATTERN", "with --network proxy: a reachable host (example.com, *.example.com, host:port, "
+       "an IP address, [v6]:port; repeatable)",
+       [](Policy& p, Args a) -> Result<void> {
+         p.egress.allow.push_back(a[0]);
+         return {};
+       }},
+      {"--deny-host", 1, "PATTERN", "with --network proxy: a host never reached, even when allowed (repeatable)",
+       [](Policy& p, Args a) -> Result<void> {
+         p.egress.deny.push_back(a[0]);
+         return {};
+       }},
+      {"--resolve-host", 1, "NAME=ADDRESS", "with --network proxy: resolve NAME to ADDRESS instead of asking the "
+       "host's resolver (repeatable; the rules still judge ADDRESS)",
+       [](Policy& p, Args a) -> Result<void> {
+         p.egress.resolve.push_back(a[0]);
+         return {};
+       }},
+      {"--network-log", 1, "FILE", "with --network proxy: write each egress decision to FILE as a JSON line",
+       [](Policy& p, Args a) -> Result<void> {
+         p.egress.log = a[0];
+         return {};
+       }},
       {"--seccomp", 1, "MODE", "default (the built-in filter), none, or log (log instead of refusing)",
        set_enum(&Policy::seccomp, parse_seccomp_mode, "--seccomp", "default, none or log")},
       {"--seccomp-log", 0, "", "same as --seccomp log",

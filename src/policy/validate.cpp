@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "policy/hosts.hpp"
+
 namespace nsrun {
 
 namespace {
@@ -133,6 +135,22 @@ Result<void> no_nul_anywhere(const Policy& p) {
 
 }  // namespace
 
+// --network proxy (issue 13): the rules are parsed here, so a bad pattern
+// is a usage error before anything runs; they mean nothing without the mode.
+Result<void> validate_egress(const Policy& p) {
+  if (p.network != Network::proxy) {
+    if (p.egress == EgressRules{}) return {};
+    const char* option = !p.egress.allow.empty()  ? "--allow-host"
+                         : !p.egress.deny.empty() ? "--deny-host"
+                         : !p.egress.resolve.empty() ? "--resolve-host"
+                                                     : "--network-log";
+    return fail(usage_error(option, "needs --network proxy"));
+  }
+  if (p.egress.allow.empty()) return fail(usage_error("--network proxy", "no --allow-host: nothing could be reached"));
+  if (auto r = hosts::parse_rules(p.egress.allow, p.egress.deny); !r) return fail(r.error());
+  return {};
+}
+
 Result<void> validate(const Policy& p, bool need_command) {
   if (auto r = no_nul_anywhere(p); !r) return r;
   if (need_command && p.argv.empty()) return fail(usage_error("command", "no command given"));
@@ -214,6 +232,8 @@ Result<void> validate(const Policy& p, bool need_command) {
   }
   if (p.report_fd && ::fcntl(*p.report_fd, F_GETFD) < 0)
     return fail(usage_error("--report-fd", fmt::format("{}: not an open descriptor", *p.report_fd)));
+
+  if (auto r = validate_egress(p); !r) return r;
 
   return {};
 }
