@@ -5,6 +5,8 @@
 #include <random>
 
 #include "policy/hosts.hpp"
+#include "policy/json.hpp"
+#include "policy/policy_json.hpp"
 
 using namespace nsrun;
 using namespace nsrun::hosts;
@@ -178,4 +180,30 @@ TEST_CASE("hosts: a lookup (port 0) is allowed by any port's rule, denied only b
   CHECK_FALSE(decide(r, host("bad.test"), 0).allowed);
   CHECK_FALSE(decide(r, host("other.test"), 0).allowed);
   CHECK(decide_address(rules({"127.0.0.1:80"}), host("127.0.0.1").address, 0).allowed);
+}
+
+TEST_CASE("hosts: the policy JSON's network object round-trips, and a mode name still reads", "[hosts]") {
+  auto doc = json::parse(R"({"network": {"mode": "proxy", "allow": ["a.test", "*.b.test:443"], "deny": ["c.b.test"],
+                              "resolve": ["a.test=198.18.0.1"], "log": "/var/tmp/net.log"}})");
+  REQUIRE(doc);
+  auto p = from_json(*doc);
+  REQUIRE(p);
+  CHECK(p->network == Network::proxy);
+  CHECK(p->egress.allow == std::vector<std::string>{"a.test", "*.b.test:443"});
+  CHECK(p->egress.deny == std::vector<std::string>{"c.b.test"});
+  CHECK(p->egress.log == "/var/tmp/net.log");
+  auto again = from_json(to_json(*p));
+  REQUIRE(again);
+  CHECK(*again == *p);
+  auto plain = json::parse(R"({"network": "none"})");
+  REQUIRE(plain);
+  auto q = from_json(*plain);
+  REQUIRE(q);
+  CHECK(q->network == Network::none);
+  CHECK(to_json(*q).find("network")->as_string() == "none");
+  auto bad = json::parse(R"({"network": {"mode": "proxy", "allowed": []}})");
+  REQUIRE(bad);
+  auto r = from_json(*bad);
+  REQUIRE_FALSE(r);
+  CHECK(r.error().message().find("network.allowed") != std::string::npos);
 }
