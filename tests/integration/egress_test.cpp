@@ -345,3 +345,32 @@ TEST_CASE("egress: refused where it cannot be kept, and bad rules are usage erro
     CHECK_THAT(r.err, Catch::Matchers::StartsWith("nsrun: "));
   }
 }
+
+TEST_CASE("egress: no listener of nsrun's is reachable from the host while the command runs", "[egress]") {
+  require_userns();
+  have_tools();
+  World w;
+  const std::string f1 = shell_quote(w.dir / "f1"), f2 = shell_quote(w.dir / "f2");
+  // While the sandboxed command waits on f2, the test's namespace (where
+  // nsrun and its proxy run) is searched for listeners and connected to.
+  const std::string probe =
+      "/usr/bin/python3 -c \"\n"
+      "import socket\n"
+      "listening = [l.split()[1] for l in open('/proc/net/tcp').readlines()[1:] + open('/proc/net/tcp6').readlines()[1:] if l.split()[3] == '0A']\n"
+      "ports = sorted({int(a.rsplit(':', 1)[1], 16) for a in listening})\n"
+      "print('listening=' + ','.join(map(str, ports)))\n"
+      "for port in (3128, 53):\n"
+      "    try: socket.create_connection(('127.0.0.1', port), timeout=5); print('connect_%d=connected' % port)\n"
+      "    except OSError as e: print('connect_%d=%s' % (port, e.strerror))\n"
+      "\"";
+  auto r = w.run("mkfifo " + f1 + " " + f2 + "; " +
+                 w.nsrun_cmd("", "/bin/sh -c 'echo up > " + w.dir / "f1" + "; read x < " + w.dir / "f2" + "; echo inside=done'") +
+                 " & ns=$!; read x < " + f1 + "; " + probe + "; echo > " + f2 + "; wait $ns");
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(value(r.out, "inside") == "done");
+  // Only the test's own servers (80, 443, 22) listen in nsrun's namespace.
+  CHECK(value(r.out, "listening") == "22,80,443");
+  CHECK(value(r.out, "connect_3128") == "Connection refused");
+  CHECK(value(r.out, "connect_53") == "Connection refused");
+}
