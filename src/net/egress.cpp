@@ -109,6 +109,21 @@ sockaddr_storage to_sockaddr(const Address& a, uint16_t port, socklen_t& len) {
   return ss;
 }
 
+// The message that carries the three listeners (SCM_RIGHTS) with one byte.
+struct ListenerMessage {
+  char byte = 'L';
+  iovec iov{&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(3 * sizeof(int))]{};
+  msghdr msg{};
+  ListenerMessage() {
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+  }
+  ListenerMessage(const ListenerMessage&) = delete;
+};
+
 // Starts `fn` in a detached thread; false when the thread could not start.
 bool spawn(std::function<void()> fn) {
   auto* heap = new std::function<void()>(std::move(fn));
@@ -228,22 +243,15 @@ Result<void> send_listeners(int to_nsrun) {
   if (!dns_udp) return fail(dns_udp.error());
   auto dns_tcp = make(SOCK_STREAM, dns_port);
   if (!dns_tcp) return fail(dns_tcp.error());
+  ListenerMessage m;
   const int fds[3] = {proxy->get(), dns_udp->get(), dns_tcp->get()};
-  char byte = 'L';
-  iovec iov{&byte, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof fds)]{};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  cmsghdr* c = CMSG_FIRSTHDR(&m.msg);
   c->cmsg_level = SOL_SOCKET;
   c->cmsg_type = SCM_RIGHTS;
   c->cmsg_len = CMSG_LEN(sizeof fds);
   std::memcpy(CMSG_DATA(c), fds, sizeof fds);
   ssize_t n;
-  do n = ::sendmsg(to_nsrun, &msg, MSG_NOSIGNAL);
+  do n = ::sendmsg(to_nsrun, &m.msg, MSG_NOSIGNAL);
   while (n < 0 && errno == EINTR);
   if (n != 1) return fail(sys_error(step, "sendmsg"));
   return {};
@@ -815,17 +823,10 @@ Result<std::array<Fd, 3>> receive_listeners(State& s) {
     if (errno != EINTR) return fail(sys_error("egress listeners", "poll"));
   if ((p[1].revents & POLLIN) != 0) return fail(Error{"egress listeners", 0, {}, "stopped"});
   int fds[3] = {-1, -1, -1};
-  char byte;
-  iovec iov{&byte, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof fds)]{};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  const ssize_t n = ::recvmsg(s.channel.get(), &msg, MSG_CMSG_CLOEXEC);
+  ListenerMessage m;
+  const ssize_t n = ::recvmsg(s.channel.get(), &m.msg, MSG_CMSG_CLOEXEC);
   s.channel.reset();
-  const cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  const cmsghdr* c = CMSG_FIRSTHDR(&m.msg);
   if (n != 1 || c == nullptr || c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(sizeof fds))
     return fail(Error{"egress listeners", 0, {}, "the sandbox sent none"});
   std::memcpy(fds, CMSG_DATA(c), sizeof fds);

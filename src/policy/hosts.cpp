@@ -149,14 +149,11 @@ std::expected<Host, std::string> canonical_host(std::string_view text) {
   for (char c : text)
     if (static_cast<unsigned char>(c) >= 0x80)
       return std::unexpected("not ASCII (IDN is not supported: write the xn-- form)");
-  Host h;
+  auto address_host = [](const Address& a) { return Host{true, address_text(a), a}; };
   if (text.find(':') != std::string_view::npos) {
     auto a = parse_ipv6(text);
     if (!a) return std::unexpected("not a valid IPv6 address");
-    h.is_address = true;
-    h.address = *a;
-    h.name = address_text(*a);
-    return h;
+    return address_host(*a);
   }
   std::string name(text);
   std::transform(name.begin(), name.end(), name.begin(),
@@ -168,10 +165,7 @@ std::expected<Host, std::string> canonical_host(std::string_view text) {
   if (numeric_label(last)) {
     auto a = parse_ipv4(name);
     if (!a) return std::unexpected("ends in a number but is not a valid IPv4 address");
-    h.is_address = true;
-    h.address = *a;
-    h.name = address_text(*a);
-    return h;
+    return address_host(*a);
   }
   if (name.size() > 253) return std::unexpected("name longer than 253 bytes");
   std::string_view rest = name;
@@ -186,6 +180,7 @@ std::expected<Host, std::string> canonical_host(std::string_view text) {
     if (dot == std::string_view::npos) break;
     rest.remove_prefix(dot + 1);
   }
+  Host h;
   h.name = std::move(name);
   return h;
 }
