@@ -99,7 +99,7 @@ echo marker > /tmp/host-marker
 nsrun -- sh -c 'cd /; cd ../../..; [ -e tmp/host-marker ] && echo "NSRUN-VM: climbed out" || echo "NSRUN-VM: still inside"'
 nsrun -- sh -c 'unshare -U true 2>/dev/null && echo "NSRUN-VM: nested userns made" || echo "NSRUN-VM: nested userns refused"'
 echo "NSRUN-VM: bench start"
-nsrun bench -n 30 --warmup 3 --rows bare,read-only,workspace-write; echo "NSRUN-VM: bench exit $?"
+nsrun bench -n 30 --warmup 3 --rows bare,floor,read-only,workspace-write; echo "NSRUN-VM: bench exit $?"
 echo "NSRUN-VM: done"
 poweroff -f
 )INIT";
@@ -211,6 +211,24 @@ TEST_CASE("a bare microVM image: nsrun on an initramfs root, booted with qemu", 
   for (const char* d : {"", "/bin", "/proc", "/sys", "/dev", "/tmp", "/etc", "/work", "/work/ws"}) make_dir(root + d);
   REQUIRE(run({"cp", busybox, root + "/bin/busybox"}).exit_code == 0);
   REQUIRE(run({"cp", *nsrun_static, root + "/bin/nsrun"}).exit_code == 0);
+  // The bench's floor rows (a static program that only execs the payload,
+  // per C library): beside the static nsrun or in a build tree's tools/.
+  // nsrun bench finds them beside itself in the image.
+  std::vector<std::string> floors;
+  for (const char* libc : {"glibc", "musl"}) {
+    const std::string file = std::string("nsrun-floor-") + libc;
+    const std::string nsrun_dir = nsrun_static->substr(0, nsrun_static->rfind('/') + 1);
+    const std::string suite = read_link("/proc/self/exe");
+    for (const std::string& c : {nsrun_dir + file, nsrun_dir + "tools/" + file,
+                                 suite.substr(0, suite.rfind('/') + 1) + "../tools/" + file})
+      if (::access(c.c_str(), X_OK) == 0 && is_static(c)) {
+        REQUIRE(run({"cp", c, root + "/bin/" + file}).exit_code == 0);
+        floors.push_back(std::string("floor ") + libc);
+        break;
+      }
+    if (floors.empty() || floors.back() != std::string("floor ") + libc)
+      say(file + " not found beside the static nsrun or in tools/: the image's bench shows that floor unavailable");
+  }
   write_file(root + "/init", init_script, 0755);
   const std::string initrd = dir / "initrd.cpio";
   // Owned by root in the image whoever packs it: the sandboxed root has no
@@ -275,4 +293,11 @@ TEST_CASE("a bare microVM image: nsrun on an initramfs root, booted with qemu", 
   CHECK(out.find("nsrun workspace-write") != std::string::npos);
   CHECK(out.find("nsrun phases") != std::string::npos);
   CHECK(out.find("pivot_root") == std::string::npos);  // no launch failed on it
+  // Every floor copied into the image was measured, and nsrun paired with it.
+  if (!floors.empty()) CHECK(out.find("above the floor") != std::string::npos);
+  for (const std::string& f : floors) {
+    INFO(f);
+    CHECK(out.find(f + "  unavailable") == std::string::npos);
+    CHECK(out.find(f + ": ") != std::string::npos);  // a figure, whichever its sign
+  }
 }
