@@ -30,6 +30,7 @@
 #include "policy/env.hpp"
 #include "probe/cgroup.hpp"
 #include "seccomp/notify.hpp"
+#include "policy/hosts.hpp"
 #include "seccomp/user_programs.hpp"
 #include "sys/argv.hpp"
 #include "sys/flags.hpp"
@@ -47,6 +48,21 @@ std::string current_directory() {
 }
 
 void print_error(const Error& e) { fmt::print(stderr, "nsrun: {}\n", e.message()); }
+
+// --network proxy: the variables that point the command's tools at the
+// proxy. An inherited value is replaced (a host proxy is unreachable from
+// inside); one the policy sets itself (--setenv) is kept.
+void set_proxy_environment(const Policy& policy, std::vector<std::string>& env) {
+  char self[PATH_MAX];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  for (const auto& [key, value] : egress::proxy_environment(n > 0 ? std::string_view(self, static_cast<std::size_t>(n)) : "")) {
+    const bool own = std::any_of(policy.env.begin(), policy.env.end(),
+                                 [&](const EnvOp& e) { return e.kind == EnvOp::Kind::set && e.name == key; });
+    if (own) continue;
+    std::erase_if(env, [&](const std::string& e) { return e.size() > key.size() && e.starts_with(key) && e[key.size()] == '='; });
+    env.push_back(fmt::format("{}={}", key, value));
+  }
+}
 
 // Child side. Each function below runs after clone and reports through
 // `channel`; none returns to the caller's code on failure.
@@ -264,6 +280,11 @@ namespace {
   // whichever procfs the file was opened on (the host's, still mounted).
   if (p.observe && p.plan.reaper && (p.plan.clone_flags & CLONE_NEWPID) != 0)
     p.last_pid_fd = ::open("/proc/sys/kernel/ns_last_pid", O_RDONLY | O_CLOEXEC);
+  if (p.egress_fd >= 0) {
+    if (auto r = egress::send_listeners(p.egress_fd); !r) die(channel, r.error());
+    ::close(p.egress_fd);
+    p.egress_fd = -1;
+  }
   if (auto r = build_root(p.plan.mounts, p.timeline); !r) die(channel, r.error());
   // bwrap --userns2: the set-up needed the outer namespace's capabilities;
   // the command (and PID 1) live in the inner one. Before the capability
@@ -413,6 +434,18 @@ LaunchOutcome run_namespaces(Prepared& p) {
     p.words_fd = words->child.get();
     p.words_parent_fd = words->parent.get();
   }
+  // --network proxy: the sandbox makes the listeners in its network
+  // namespace and sends them here, to the proxy (net/egress.hpp).
+  std::optional<ChannelPair> egress_pair;
+  if (p.egress) {
+    auto pair = make_channel();
+    if (!pair) {
+      out.error = pair.error();
+      return out;
+    }
+    egress_pair = std::move(*pair);
+    p.egress_fd = egress_pair->child.get();
+  }
   const sigset_t original_mask = block_for_launch();
 
   // A joined PID namespace with a new one inside: a plain fork first (see
@@ -471,7 +504,27 @@ LaunchOutcome run_namespaces(Prepared& p) {
   channel->child.reset();
   if (words) words->child.reset();
   p.words_fd = -1;
-  LaunchOutcome result = supervise(child, channel->parent.get(), p, original_mask, "PID 1");
+  LaunchOutcome result;
+  if (!egress_pair) {
+    result = supervise(child, channel->parent.get(), p, original_mask, "PID 1");
+  } else {
+    // Started after the clone: the sandbox's processes never inherit a
+    // running thread, nor a lock one of them held.
+    egress_pair->child.reset();
+    p.egress_fd = -1;
+    auto proxy = egress::Egress::start(*p.egress, std::move(egress_pair->parent));
+    if (!proxy) {
+      ::kill(child, SIGKILL);
+      ::waitpid(child, nullptr, 0);
+      sigprocmask(SIG_SETMASK, &original_mask, nullptr);
+      out.error = proxy.error();
+      if (cgroup) (void)cgroup->remove();
+      if (cgroup_v1) (void)cgroup_v1->remove();
+      return out;
+    }
+    result = supervise(child, channel->parent.get(), p, original_mask, "PID 1");
+    p.egress_decisions = (*proxy)->stop();
+  }
   if (cgroup || cgroup_v1) {
     // The cgroup's own account, truer than rusage: the whole sandbox.
     const CgroupEvents events = cgroup ? cgroup->events() : cgroup_v1->events();
@@ -579,6 +632,14 @@ Result<Prepared> prepare(const Policy& policy) {
   if ((p.plan.clone_flags & CLONE_NEWCGROUP) != 0 && ::access("/proc/self/ns/cgroup", F_OK) != 0)
     p.plan.clone_flags &= ~static_cast<uint64_t>(CLONE_NEWCGROUP);
   p.env = resolve_env(policy, current_environment());
+  if (policy.network == Network::proxy) {
+    auto rules = hosts::parse_rules(policy.egress.allow, policy.egress.deny);
+    if (!rules) return fail(rules.error());
+    auto pins = egress::parse_pins(policy.egress.resolve);
+    if (!pins) return fail(pins.error());
+    p.egress = egress::EgressConfig{std::move(*rules), std::move(*pins), -1};
+    set_proxy_environment(policy, p.env);
+  }
   p.argv = policy.argv;
   // No command: `nsrun probe`, which stops before the exec.
   if (!policy.argv.empty()) {
@@ -732,11 +793,20 @@ int run(const Policy& policy, const ErrorReporter& report_error, SetupDeath setu
     (void)finish(0, std::nullopt);  // written before exec: nothing runs after it
     return run_unconfined(*prepared);
   }
+  // Opened as the report is, before anything runs (--network-log).
+  Fd network_log;
+  if (prepared->egress && !policy.egress.log.empty()) {
+    auto log = open_network_log(policy);
+    if (!log) return finish(log.error().exit_code(), log.error());
+    network_log = std::move(*log);
+    prepared->egress->log_fd = network_log.get();
+  }
   // The ladder (launch/ladder.cpp) picks the rung and fills the report.
   LadderOutcome outcome = run_ladder(policy, *prepared, report);
   report.seccomp_filter = !prepared->seccomp.empty();
   if (policy.verdict)
     if (const std::string line = verdict_line(report.verdict); !line.empty()) fmt::print(stderr, "{}\n", line);
+  if (prepared->egress) report.network = std::move(prepared->egress_decisions);
   return finish(outcome.exit_code, outcome.error, outcome.cause);
 }
 

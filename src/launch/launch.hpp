@@ -14,6 +14,7 @@
 #include "launch/watch.hpp"
 #include "mount/plan.hpp"
 #include "policy/limits.hpp"
+#include "net/egress.hpp"
 #include "policy/policy.hpp"
 #include "seccomp/filter.hpp"
 #include "sys/error.hpp"
@@ -62,6 +63,12 @@ struct Prepared {
   std::string cgroup_base;                 // the delegated cgroup v2 when limits.use_cgroup
   // ... or, as root on a v1 host, controller -> the caller's v1 cgroup
   std::vector<std::pair<std::string, std::string>> cgroup_v1_dirs;
+  // --network proxy (issue 13): the proxy's rules (log_fd set by run()),
+  // the sandbox's end of the socketpair its listeners cross, and the
+  // decisions once the command has ended.
+  std::optional<egress::EgressConfig> egress;
+  int egress_fd = -1;
+  std::vector<egress::Decision> egress_decisions;
   // `nsrun probe`: the whole launch, with the command's process exiting 0
   // where it would exec; no command runs.
   bool stop_before_exec = false;
