@@ -31,7 +31,9 @@
 #include <sys/ioctl.h>
 #include <sys/ipc.h>
 #include <sys/sem.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -987,6 +989,77 @@ int cmd_daemonise(Args) {
   for (;;) pause();
 }
 
+// ---------------------------------------------------------------- limits
+
+// fork-bomb MAX: forks children that wait, until a fork fails or MAX are up
+// (so the test can never hurt the host, whatever the limit does); prints
+// `forked N` and `error <ERRNO>` of the failed fork, or `forked N` and
+// `ok`. The children end when their pipe closes (this process exits).
+int cmd_fork_bomb(Args a) {
+  const long max = strtol(a.v[0], nullptr, 10);
+  int hold[2];
+  if (pipe2(hold, O_CLOEXEC) != 0) return refused(errno);
+  long n = 0;
+  int err = 0;
+  for (; n < max; ++n) {
+    pid_t p = fork();
+    if (p < 0) {
+      err = errno;
+      break;
+    }
+    if (p == 0) {
+      close(hold[1]);
+      char c;
+      while (read(hold[0], &c, 1) < 0 && errno == EINTR) {
+      }
+      _exit(0);
+    }
+  }
+  Line().word("forked").number(n).print();
+  close(hold[1]);
+  while (wait(nullptr) > 0) {
+  }
+  if (err != 0) return refused(err);
+  print_line("ok");
+  return kExitOk;
+}
+
+// hog MIB: maps and touches MIB MiB, one MiB at a time; prints `ok`, or
+// `got N` and `error <ERRNO>` when a mapping fails first.
+int cmd_hog(Args a) {
+  const long mib = strtol(a.v[0], nullptr, 10);
+  for (long i = 0; i < mib; ++i) {
+    void* m = mmap(nullptr, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) {
+      const int err = errno;
+      Line().word("got").number(i).print();
+      return refused(err);
+    }
+    memset(m, 1, 1 << 20);
+  }
+  print_line("ok");
+  return kExitOk;
+}
+
+// rlimit NAME: `SOFT HARD` of one resource (core nofile nproc as), -1 for
+// unlimited.
+int cmd_rlimit(Args a) {
+  int resource = -1;
+  if (strcmp(a.v[0], "core") == 0) resource = RLIMIT_CORE;
+  else if (strcmp(a.v[0], "nofile") == 0) resource = RLIMIT_NOFILE;
+  else if (strcmp(a.v[0], "nproc") == 0) resource = RLIMIT_NPROC;
+  else if (strcmp(a.v[0], "as") == 0) resource = RLIMIT_AS;
+  else if (strcmp(a.v[0], "fsize") == 0) resource = RLIMIT_FSIZE;
+  if (resource < 0) return kExitUsage;
+  rlimit r{};
+  if (getrlimit(resource, &r) != 0) return refused(errno);
+  Line()
+      .number(r.rlim_cur == RLIM_INFINITY ? -1 : static_cast<long long>(r.rlim_cur))
+      .number(r.rlim_max == RLIM_INFINITY ? -1 : static_cast<long long>(r.rlim_max))
+      .print();
+  return kExitOk;
+}
+
 // ---------------------------------------------------------------- dispatch
 
 struct Subcommand {
@@ -1047,6 +1120,10 @@ constexpr Subcommand kSubcommands[] = {
     {"meta", "chmod|fchmod|chown|utimensat|setxattr|removexattr|chattr|chattr-high PATH", 2, 2, cmd_meta},
     {"ipc", "shm|msg|sem ID | mq NAME", 2, 2, cmd_ipc},
     {"daemonise", "[TOKEN...]", 0, -1, cmd_daemonise},
+    // Limits (tests/integration/limits_test.cpp).
+    {"fork-bomb", "MAX", 1, 1, cmd_fork_bomb},
+    {"hog", "MIB", 1, 1, cmd_hog},
+    {"rlimit", "core|nofile|nproc|as|fsize", 1, 1, cmd_rlimit},
 };
 
 void print_usage() {

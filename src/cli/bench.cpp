@@ -20,7 +20,8 @@ namespace nsrun {
 
 namespace {
 
-constexpr std::string_view own_rows[] = {"bare", "floor", "read-only", "workspace-write", "network-none", "network-proxy", "landlock"};
+constexpr std::string_view own_rows[] = {"bare",         "floor",         "read-only", "workspace-write", "network-none",
+                                         "network-proxy", "landlock", "limits"};
 
 // The C libraries tools/meson.build may build a floor for
 // (tools/nsrun-floor-exec.c, one static binary each).
@@ -254,7 +255,7 @@ Result<BenchArgs> parse_bench(std::span<const std::string> args) {
         const std::size_t comma = rest.find(',');
         std::string_view name = rest.substr(0, comma);
         if (std::find(std::begin(own_rows), std::end(own_rows), name) == std::end(own_rows))
-          return fail(usage_error(arg, fmt::format("unknown row '{}' (bare, floor, read-only, workspace-write, network-none, network-proxy, landlock)", name)));
+          return fail(usage_error(arg, fmt::format("unknown row '{}' (bare, floor, read-only, workspace-write, network-none, network-proxy, landlock, limits)", name)));
         a.rows.emplace_back(name);
         rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
       }
@@ -298,7 +299,7 @@ std::string bench_usage() {
       "                         peer, else bare)\n"
       "  --rows LIST            nsrun's own rows to run, comma-separated, from\n"
       "                         bare,floor,read-only,workspace-write,network-none,\n"
-      "                         network-proxy,landlock\n"
+      "                         network-proxy,landlock,limits\n"
       "  --binds N              add a workspace-write row with N extra read-only binds\n"
       "  --payload CMDLINE      the payload (default /bin/true, else nsrun --bench-noop)\n"
       "  --nsrun PATH           the nsrun binary to measure (default: this one)\n"
@@ -360,6 +361,12 @@ int bench_main(std::span<const std::string> args) {
                              {"--network", "proxy", "--allow-host", "example.invalid"}));
   if (wanted(a, "landlock"))
     rows.push_back(nsrun_row(a, ws, "nsrun landlock", "workspace-write", {"--backend", "landlock"}));
+  // Issue 15: a memory limit and a timeout (a cgroup where one is
+  // delegated, else RLIMIT_AS and nsrun's timer), with --verdict, which
+  // sets up the observation (the last-words socket, the notifying filter).
+  if (wanted(a, "limits"))
+    rows.push_back(nsrun_row(a, ws, "nsrun limits", "workspace-write",
+                             {"--limit-memory", "4G", "--timeout", "10m", "--verdict"}));
   if (a.binds > 0) {
     std::vector<std::string> extra;
     for (std::size_t i = 0; i < a.binds; ++i) extra.insert(extra.end(), {"--ro", scratch.bind_dir(i)});

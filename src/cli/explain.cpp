@@ -164,6 +164,14 @@ Result<std::string> explain(const Policy& policy) {
                        "cover them and refuses socket(AF_UNIX) instead (socketpair works); other host sockets "
                        "are reachable\n",
                        printable(fmt::format("{}", fmt::join(policy.hidden_sockets, " "))));
+  // Issue 15: the limits as the namespace rung would keep them.
+  out += prepared->limits.decisions.empty()
+             ? std::string("limits: none\n")
+             : fmt::format("limits (namespace rung; --limits {}):\n{}", name(policy.limits.mode),
+                           describe(prepared->limits));
+  out += fmt::format("refused calls: {}\n", prepared->seccomp_notify.empty()
+                                                 ? "refused by the filter, not observed (no --report or --verdict)"
+                                                 : "sent to nsrun, recorded and refused (SECCOMP_RET_USER_NOTIF)");
   std::string names;
   for (const auto& e : prepared->env) names += fmt::format(" {}", e.substr(0, e.find('=')));
   out += fmt::format("environment:{}\n", names.empty() ? " (empty)" : names);

@@ -179,6 +179,17 @@ Result<void> seccomp_fd(OptionCall& c) {
   return {};
 }
 
+// One limit value (issue 15), parsed with the option's name in the message.
+OptionSetter limit_value(std::optional<uint64_t> Limits::*member,
+                         Result<uint64_t> (*parse)(std::string_view, std::string_view)) {
+  return [member, parse](OptionCall& c) -> Result<void> {
+    auto v = parse(c.name, c.values[0]);
+    if (!v) return fail(v.error());
+    c.policy.limits.*member = *v;
+    return {};
+  };
+}
+
 OptionSetter capability(bool add) {
   return [add](OptionCall& c) -> Result<void> {
     auto bits = c.bwrap->cap_bits(c.values[0]);
@@ -333,6 +344,47 @@ std::span<const OptionSpec> option_table() {
          c.policy.pass_fds.push_back(*fd);
          return {};
        }},
+      // Limits and verdicts (issue 15, docs/limits.md): fields of the
+      // Policy's `limits` object, not top-level ones.
+      {.native = {"--limit-memory", "SIZE", "memory of the whole sandbox (512M, 2G)"}, .arity = 1,
+       .set = limit_value(&Limits::memory, parse_size)},
+      {.native = {"--limit-pids", "N", "processes and threads of the command at once"}, .arity = 1,
+       .set = limit_value(&Limits::pids, parse_count)},
+      {.native = {"--limit-cpu", "CORES", "CPU bandwidth (0.5, 2)"}, .arity = 1,
+       .set = limit_value(&Limits::cpu_millis, parse_cores)},
+      {.native = {"--timeout", "DURATION", "end the sandbox after DURATION (30s, 500ms, 2m); exit status 124"},
+       .arity = 1, .set = limit_value(&Limits::timeout_ms, parse_duration_ms)},
+      {.native = {"--kill-after", "DURATION", "after a timeout, SIGKILL this long after SIGTERM (default 2s)"},
+       .arity = 1,
+       .set = [](OptionCall& c) -> Result<void> {
+         auto v = parse_duration_ms("--kill-after", c.values[0]);
+         if (!v) return fail(v.error());
+         c.policy.limits.kill_after_ms = *v;
+         return {};
+       }},
+      {.native = {"--rlimit", "NAME=SOFT[:HARD]", "core, nofile, fsize, nproc, cpu, stack or as (repeatable; core=0 default)"},
+       .arity = 1,
+       .set = [](OptionCall& c) -> Result<void> {
+         auto r = parse_rlimit(c.name, c.values[0]);
+         if (!r) return fail(r.error());
+         c.policy.limits.rlimits.push_back(std::move(*r));
+         return {};
+       }},
+      {.native = {"--tmpfs-size", "SIZE", "size= of every tmpfs nsrun mounts (the private /tmp among them)"},
+       .arity = 1, .set = limit_value(&Limits::tmpfs_size, parse_size)},
+      {.native = {"--limits", "MODE", "strict (default: refuse a limit nothing enforces), best-effort or require-cgroup"},
+       .arity = 1,
+       .set = [](OptionCall& c) -> Result<void> {
+         auto m = parse_limits_mode(c.values[0]);
+         if (!m)
+           return fail(usage_error(c.name, fmt::format("unknown value '{}' (expected strict, best-effort or "
+                                                       "require-cgroup)",
+                                                       c.values[0])));
+         c.policy.limits.mode = *m;
+         return {};
+       }},
+      {.native = {"--verdict", "", "one stderr line when the command failed after the sandbox refused something"},
+       .json = "verdict", .set = set_value(&Policy::verdict, true)},
 
       // ---- bubblewrap 0.11's command line (docs/bwrap.md), in its --help order ----
       {.bwrap = {"--args", "FD", "Read more arguments, separated by NUL bytes, from FD"}, .arity = 1,

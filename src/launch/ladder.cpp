@@ -210,6 +210,7 @@ LadderOutcome run_ladder(const Policy& policy, Prepared& p, LaunchReport& report
       ns.used = o.command_started;
       ll.reason = reason::not_tried;
       report.rung = "namespaces";
+      report.verdict = std::move(o.verdict);
       return done({o.exit_code, o.error, {}}, o.timeline);
     }
     NamespaceVerdict v = verdict_for(*o.error, p.plan.proc, p.plan.clone_flags);
@@ -244,6 +245,7 @@ LadderOutcome run_ladder(const Policy& policy, Prepared& p, LaunchReport& report
   if (o.command_started) {
     ll.used = true;
     report.rung = "landlock";
+    report.verdict = std::move(o.verdict);
     // No PID namespace here: the command sees the host's /proc, read-only
     // by the ruleset.
     report.proc = ProcMode::host_bind;

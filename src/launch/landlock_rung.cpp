@@ -18,6 +18,7 @@
 
 #include "landlock/kernel.hpp"
 #include "ns/channel.hpp"
+#include "ns/outcome.hpp"
 #include "ns/credentials.hpp"
 #include "ns/reaper.hpp"
 #include "seccomp/filter.hpp"
@@ -72,6 +73,27 @@ void remove_tree(const std::string& dir) {
   if (rc != 0) fmt::print(stderr, "nsrun: warning: could not remove the private TMPDIR {}\n", printable(dir));
 }
 
+// (pid, parent) of every process /proc lists now.
+std::vector<std::pair<pid_t, pid_t>> process_links() {
+  std::vector<std::pair<pid_t, pid_t>> links;
+  DIR* proc = ::opendir("/proc");
+  if (proc == nullptr) return links;
+  while (dirent* e = ::readdir(proc)) {
+    char* end = nullptr;
+    const long pid = std::strtol(e->d_name, &end, 10);
+    if (pid <= 0 || *end != '\0') continue;
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    Fd fd(::open(path, O_RDONLY | O_CLOEXEC));
+    char buf[512];
+    const ssize_t n = fd ? ::read(fd.get(), buf, sizeof buf) : -1;
+    if (n > 0)
+      links.emplace_back(static_cast<pid_t>(pid), parent_in_stat(std::string_view(buf, static_cast<std::size_t>(n))));
+  }
+  ::closedir(proc);
+  return links;
+}
+
 // Without a PID namespace nothing ends the command's background processes
 // for us: nsrun is their subreaper, so every one of them is, or becomes, our
 // child. Kill and reap until none is left.
@@ -83,23 +105,8 @@ void end_leftovers() {
     const pid_t reaped = ::waitpid(-1, &status, WNOHANG);
     if (reaped < 0 && errno == ECHILD) return;
     if (reaped > 0) continue;
-    DIR* proc = ::opendir("/proc");
-    if (proc != nullptr) {
-      while (dirent* e = ::readdir(proc)) {
-        char* end = nullptr;
-        const long pid = std::strtol(e->d_name, &end, 10);
-        if (pid <= 0 || *end != '\0') continue;
-        char path[64];
-        std::snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-        Fd fd(::open(path, O_RDONLY | O_CLOEXEC));
-        char buf[512];
-        const ssize_t n = fd ? ::read(fd.get(), buf, sizeof buf) : -1;
-        if (n <= 0) continue;
-        if (parent_in_stat(std::string_view(buf, static_cast<std::size_t>(n))) == self)
-          ::kill(static_cast<pid_t>(pid), SIGKILL);
-      }
-      ::closedir(proc);
-    }
+    for (const auto& [pid, parent] : process_links())
+      if (parent == self) ::kill(pid, SIGKILL);
     if (::waitpid(-1, &status, 0) < 0 && errno == ECHILD) return;
   }
 }
@@ -131,6 +138,20 @@ void remove_reported_tmpdir(int name_in) {
       name.substr(prefix.size()).find('/') != std::string_view::npos)
     return;
   remove_tree(std::string(name));
+}
+
+// nsrun's timer asks the supervisor to end the sandbox: without a PID
+// namespace "every process of the sandbox" is every descendant of the
+// supervisor (it is their subreaper, so a daemonised one is still below
+// it), found by walking /proc's parent links from here.
+void terminate_descendants() {
+  const pid_t self = ::getpid();
+  const auto links = process_links();
+  std::vector<pid_t> below{self};
+  for (std::size_t i = 0; i < below.size(); ++i)
+    for (const auto& [pid, parent] : links)
+      if (parent == below[i] && std::find(below.begin(), below.end(), pid) == below.end()) below.push_back(pid);
+  for (std::size_t i = 1; i < below.size(); ++i) ::kill(below[i], SIGTERM);
 }
 
 // The supervisor's parent-death signal: a real-time one, outside the set
@@ -209,9 +230,17 @@ int parent_death_signal() { return SIGRTMIN + 2; }
     ::_exit(125);
   }
   // Nothing of nsrun's is needed from here on: the channel, the ruleset,
-  // status fds and the caller's fds stay with nsrun and the command.
-  ::close_range(3, ~0U, 0);
-  const int code = wait_forwarding_until(command, death);
+  // status fds and the caller's fds stay with nsrun and the command; only
+  // the socket for the command's last words.
+  if (p.words_fd >= 3) {
+    ::close_range(3, static_cast<unsigned>(p.words_fd) - 1, 0);
+    ::close_range(static_cast<unsigned>(p.words_fd) + 1, ~0U, 0);
+  } else {
+    ::close_range(3, ~0U, 0);
+  }
+  int raw = 0;
+  const int code = wait_command(command, WaitOptions{death, terminate_descendants}, &raw);
+  if (code >= 0) send_final_status(p.words_fd, raw, -1);
   // The command exited (its descendants may live on) or nsrun died.
   end_leftovers();
   remove_tree(tmpdir);
@@ -272,11 +301,23 @@ Readiness assess(const Policy& policy) {
   r.ruleset = std::move(*ruleset);
   r.filter = filter_key(policy, FilterRung::landlock);
   r.seccomp = std::move(*filter);
+  // The limits again, for this rung: what an rlimit can keep differs
+  // without a user namespace, and there is no tmpfs to size. A limit it
+  // cannot keep is not a reason the rung is unusable: run() refuses with it.
+  auto limits = rung_limits(policy, FilterRung::landlock);
+  if (limits) r.limits = std::move(*limits);
+  else r.limits_error = limits.error();
   return r;
 }
 
 LaunchOutcome run(Prepared& p, Readiness ready) {
   LaunchOutcome out;
+  if (ready.limits_error) {
+    out.error = *ready.limits_error;
+    out.timeline = p.timeline;
+    return out;
+  }
+  apply_limits(p, std::move(ready.limits));
   // Everything but the private TMPDIR, which the supervisor adds.
   Result<Fd> fd = build(ready.ruleset);
   p.timeline.mark("landlock-plan");
@@ -300,6 +341,18 @@ LaunchOutcome run(Prepared& p, Readiness ready) {
   }
   Fd name_in(names[0]);
   Fd name_out(names[1]);
+  std::optional<ChannelPair> words;
+  if (p.observe) {
+    auto pair = make_channel();
+    if (!pair) {
+      out.error = pair.error();
+      out.timeline = p.timeline;
+      return out;
+    }
+    words = std::move(*pair);
+    p.words_fd = words->child.get();
+    p.words_parent_fd = words->parent.get();
+  }
   // A second line behind the supervisor: if it is killed, the command's
   // processes come to nsrun, which ends them as before.
   ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
@@ -318,11 +371,14 @@ LaunchOutcome run(Prepared& p, Readiness ready) {
   if (child == 0) {
     channel->parent.reset();
     name_in.reset();
+    if (words) words->parent.reset();
     supervisor(nsrun_pid, channel->child.get(), name_out.get(), p, original_mask, setup, ready.ruleset);
   }
   channel->child.reset();
   name_out.reset();
   fd->reset();
+  if (words) words->child.reset();
+  p.words_fd = -1;
   out = supervise(child, channel->parent.get(), p, original_mask, "the supervisor");
   // The supervisor has ended the command's processes and removed the
   // TMPDIR; only if it was killed itself is anything left, now ours.

@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,6 +30,8 @@ struct Readiness {
   Ruleset ruleset;      // valid when reason is empty (tmpdir rule not yet added)
   FilterKey filter;     // this rung's filter (FilterRung::landlock) ...
   BpfProgram seccomp;   // ... compiled; loaded by the command last
+  RungLimits limits;    // this rung's limits (issue 15) ...
+  std::optional<Error> limits_error;  // ... or why one of them cannot be kept here
 };
 
 // Reads the kernel's ABI, plans the ruleset for `policy` and compiles the

@@ -19,16 +19,22 @@
 #include "launch/report.hpp"
 #include "launch/userns.hpp"
 #include "mount/executor.hpp"
+#include "ns/cgroup.hpp"
 #include "ns/channel.hpp"
 #include "ns/credentials.hpp"
 #include "ns/net.hpp"
+#include "ns/outcome.hpp"
 #include "ns/reaper.hpp"
+#include "ns/rlimits.hpp"
 #include "ns/status.hpp"
 #include "policy/env.hpp"
+#include "probe/cgroup.hpp"
+#include "seccomp/notify.hpp"
 #include "policy/hosts.hpp"
 #include "seccomp/user_programs.hpp"
 #include "sys/argv.hpp"
 #include "sys/flags.hpp"
+#include "sys/raw.hpp"
 #include "sys/syscalls.hpp"
 
 namespace nsrun {
@@ -84,8 +90,10 @@ Result<void> enter_directory(const LaunchPlan& plan) {
 }
 
 // Closes every fd above 2 except the held ones (lock fds) and `also`.
-void close_all_but(const std::vector<Fd>& held, int also) {
-  std::vector<int> keep{also};
+void close_all_but(const std::vector<Fd>& held, std::initializer_list<int> also) {
+  std::vector<int> keep;
+  for (int fd : also)
+    if (fd >= 0) keep.push_back(fd);
   for (const auto& fd : held) keep.push_back(fd.get());
   std::sort(keep.begin(), keep.end());
   unsigned from = 3;
@@ -95,6 +103,25 @@ void close_all_but(const std::vector<Fd>& held, int also) {
   }
   ::close_range(from, ~0U, 0);
 }
+
+// The command's filter, refusals sent to nsrun when a notifying variant
+// exists: the listener goes to nsrun at once and is closed here, so the
+// command never holds it. Where the kernel (or an outer sandbox, whose
+// filter refuses listeners) says no, the plain filter: the same refusals,
+// unobserved.
+Result<void> load_command_filter(const Prepared& p, const BpfProgram& plain) {
+  if (!p.seccomp_notify.empty() && p.words_fd >= 0) {
+    if (auto listener = load_filter_listening(p.seccomp_notify)) {
+      send_listener(p.words_fd, listener->get());
+      return {};
+    }
+  }
+  return load_filter(plain);
+}
+
+// PID 1's answer to nsrun's timer: SIGTERM to every process of its PID
+// namespace (kill(-1) spares the caller).
+void end_pid_namespace() { sys::raw(SYS_kill, -1, SIGTERM); }
 
 // execvp semantics with our own PATH (glibc's execvpe reads the caller's
 // environment, not the one given). Returns only on failure.
@@ -131,6 +158,7 @@ Error try_exec(Prepared& p) {
     if (auto r = set_capabilities(p.keep_caps); !r) die(channel, r.error());
     if (auto r = set_no_new_privs(); !r) die(channel, r.error());
   }
+  if (auto r = apply_rlimits(p.limits.rlimits); !r) die(channel, r.error());
   p.timeline.mark("credentials");
   if (landlock) {
     if (auto r = landlock::restrict_self(setup.landlock_ruleset); !r) die(channel, r.error());
@@ -138,7 +166,8 @@ Error try_exec(Prepared& p) {
   }
   // Last: from here on the command's own restrictions apply to us too.
   if (!setup.confined_by_parent)
-    if (auto r = load_filter(setup.filter != nullptr ? *setup.filter : p.seccomp); !r) die(channel, r.error());
+    if (auto r = load_command_filter(p, setup.filter != nullptr ? *setup.filter : p.seccomp); !r)
+      die(channel, r.error());
   for (const auto& program : p.extra_seccomp)
     if (auto r = load_filter(program); !r) die(channel, r.error());
   // The check tries for real: if it succeeds, the command never runs.
@@ -247,6 +276,10 @@ namespace {
     if (auto r = bring_up_loopback(); !r) die(channel, r.error());
     p.timeline.mark("loopback");
   }
+  // Read at the end: the sysctl answers for the reader's PID namespace,
+  // whichever procfs the file was opened on (the host's, still mounted).
+  if (p.observe && p.plan.reaper && (p.plan.clone_flags & CLONE_NEWPID) != 0)
+    p.last_pid_fd = ::open("/proc/sys/kernel/ns_last_pid", O_RDONLY | O_CLOEXEC);
   if (p.egress_fd >= 0) {
     if (auto r = egress::send_listeners(p.egress_fd); !r) die(channel, r.error());
     ::close(p.egress_fd);
@@ -263,6 +296,7 @@ namespace {
   if (!locks) die(channel, locks.error());
   if (p.block_fd >= 0)
     if (auto r = wait_on_fd(p.block_fd, Operation::block_fd); !r) die(channel, r.error());
+  if (p.words_parent_fd >= 0) ::close(p.words_parent_fd);
   // Once for PID 1 and the command: both inherit the emptied sets. Only
   // what this process holds can be kept (bwrap's --cap-add ALL).
   p.keep_caps = held_capabilities(p.keep_caps);
@@ -282,12 +316,12 @@ namespace {
     if (auto r = enter_directory(p.plan); !r) die(channel, r.error());
     if (auto r = set_capabilities({}); !r) die(channel, r.error());
     if (auto r = set_no_new_privs(); !r) die(channel, r.error());
-    if (auto r = load_filter(p.seccomp); !r) die(channel, r.error());
+    if (auto r = load_command_filter(p, p.seccomp); !r) die(channel, r.error());
   }
   const pid_t command = spawn_command(channel, p, original_mask, setup);
   if (command < 0) die(channel, sys_error(Operation::fork, "command"));
 
-  close_all_but(*locks, channel);
+  close_all_but(*locks, {channel, p.words_fd, p.last_pid_fd});
   if (!setup.confined_by_parent) {
     // PID 1 must not go on unconfined beside the command: when its own
     // confinement fails it reports and exits, and the kernel ends the
@@ -297,7 +331,12 @@ namespace {
     if (auto r = load_filter(p.seccomp); !r) die(channel, r.error());
   }
   ::close(channel);
-  ::_exit(wait_forwarding(command));
+  int raw = 0;
+  const int code = wait_command(command, WaitOptions{0, end_pid_namespace}, &raw);
+  // Minus PID 1: the command's processes and threads.
+  const int64_t last = last_pid(p.last_pid_fd);
+  send_final_status(p.words_fd, raw, last > 0 ? last - 1 : -1);
+  ::_exit(code);
 }
 
 // bwrap --pidns with --unshare-pid. The kernel makes a PID namespace only
@@ -384,6 +423,17 @@ LaunchOutcome run_namespaces(Prepared& p) {
     out.error = channel.error();
     return out;
   }
+  std::optional<ChannelPair> words;
+  if (p.observe) {
+    auto pair = make_channel();
+    if (!pair) {
+      out.error = pair.error();
+      return out;
+    }
+    words = std::move(*pair);
+    p.words_fd = words->child.get();
+    p.words_parent_fd = words->parent.get();
+  }
   // --network proxy: the sandbox makes the listeners in its network
   // namespace and sends them here, to the proxy (net/egress.hpp).
   std::optional<ChannelPair> egress_pair;
@@ -407,7 +457,40 @@ LaunchOutcome run_namespaces(Prepared& p) {
   // privileges. Memory shared between the two would make any write bug in
   // PID 1 code execution outside the sandbox. Only the command's own start
   // shares memory (CLONE_VM|CLONE_VFORK, suspended until its exec).
-  const pid_t child = sys::clone_fork(nested_pidns ? 0 : p.plan.clone_flags);
+  p.child_is_command = !nested_pidns && !p.plan.reaper;
+  std::optional<SandboxCgroup> cgroup;
+  std::optional<SandboxCgroupV1> cgroup_v1;
+  if (p.limits.use_cgroup && !p.cgroup_v1_dirs.empty()) {
+    auto made = SandboxCgroupV1::make(p.cgroup_v1_dirs, ::getpid(), p.limits);
+    if (made) {
+      cgroup_v1 = std::move(*made);
+      if (auto r = cgroup_v1->enter(::getpid()); !r) {
+        (void)cgroup_v1->leave(::getpid());
+        (void)cgroup_v1->remove();
+        made = fail(r.error());
+      }
+    }
+    if (!made) {
+      out.error = made.error();
+      sigprocmask(SIG_SETMASK, &original_mask, nullptr);
+      return out;
+    }
+  } else if (p.limits.use_cgroup) {
+    auto made = SandboxCgroup::make(p.cgroup_base, ::getpid(), p.limits);
+    if (!made) {
+      out.error = made.error();
+      sigprocmask(SIG_SETMASK, &original_mask, nullptr);
+      return out;
+    }
+    cgroup = std::move(*made);
+  }
+  const uint64_t flags = nested_pidns ? 0 : p.plan.clone_flags;
+  const pid_t child = cgroup ? sys::clone_fork_into(flags, cgroup->fd()) : sys::clone_fork(flags);
+  // v1: PID 1 started in the sandbox's cgroups; nsrun goes back to its own.
+  // A failure here leaves nsrun counted in the sandbox's cgroups, not the
+  // sandbox outside them: the run goes on, the message says so.
+  if (cgroup_v1 && child != 0)
+    if (auto r = cgroup_v1->leave(::getpid()); !r) print_error(r.error());
   if (child < 0) {
     out.error = sys_error(Operation::clone, clone_flag_names(p.plan.clone_flags));
     sigprocmask(SIG_SETMASK, &original_mask, nullptr);
@@ -419,22 +502,44 @@ LaunchOutcome run_namespaces(Prepared& p) {
     sandbox_child(channel->child.get(), p, original_mask);
   }
   channel->child.reset();
-  if (!egress_pair) return supervise(child, channel->parent.get(), p, original_mask, "PID 1");
-  // Started after the clone: the sandbox's processes never inherit a
-  // running thread, nor a lock one of them held.
-  egress_pair->child.reset();
-  p.egress_fd = -1;
-  auto proxy = egress::Egress::start(*p.egress, std::move(egress_pair->parent));
-  if (!proxy) {
-    ::kill(child, SIGKILL);
-    ::waitpid(child, nullptr, 0);
-    sigprocmask(SIG_SETMASK, &original_mask, nullptr);
-    out.error = proxy.error();
-    return out;
+  if (words) words->child.reset();
+  p.words_fd = -1;
+  LaunchOutcome result;
+  if (!egress_pair) {
+    result = supervise(child, channel->parent.get(), p, original_mask, "PID 1");
+  } else {
+    // Started after the clone: the sandbox's processes never inherit a
+    // running thread, nor a lock one of them held.
+    egress_pair->child.reset();
+    p.egress_fd = -1;
+    auto proxy = egress::Egress::start(*p.egress, std::move(egress_pair->parent));
+    if (!proxy) {
+      ::kill(child, SIGKILL);
+      ::waitpid(child, nullptr, 0);
+      sigprocmask(SIG_SETMASK, &original_mask, nullptr);
+      out.error = proxy.error();
+      if (cgroup) (void)cgroup->remove();
+      if (cgroup_v1) (void)cgroup_v1->remove();
+      return out;
+    }
+    result = supervise(child, channel->parent.get(), p, original_mask, "PID 1");
+    p.egress_decisions = (*proxy)->stop();
   }
-  out = supervise(child, channel->parent.get(), p, original_mask, "PID 1");
-  p.egress_decisions = (*proxy)->stop();
-  return out;
+  if (cgroup || cgroup_v1) {
+    // The cgroup's own account, truer than rusage: the whole sandbox.
+    const CgroupEvents events = cgroup ? cgroup->events() : cgroup_v1->events();
+    Verdict& v = result.verdict;
+    if (events.peak_bytes) {
+      v.usage.peak_memory_bytes = *events.peak_bytes;
+      v.usage.peak_memory_source = cgroup ? "memory.peak" : "memory.max_usage_in_bytes";
+    }
+    if (v.started && events.oom_kills > 0 && v.ended.how == "signal" && v.ended.signal == SIGKILL) {
+      v.ended.how = "oom";
+      v.ended.limit = "memory";
+    }
+    if (auto r = cgroup ? cgroup->remove() : cgroup_v1->remove(); !r) print_error(r.error());
+  }
+  return result;
 }
 
 LaunchOutcome supervise(pid_t child, int channel, Prepared& p, const sigset_t& original_mask,
@@ -482,7 +587,17 @@ LaunchOutcome supervise(pid_t child, int channel, Prepared& p, const sigset_t& o
   }
   out.timeline.mark("exec");
   out.command_started = true;
-  out.exit_code = wait_forwarding(child);
+  WatchSetup watching;
+  watching.child = child;
+  watching.child_is_command = p.child_is_command;
+  watching.words_fd = p.words_parent_fd;
+  watching.timeout_ms = p.limits.timeout_ms;
+  watching.kill_after_ms = p.limits.kill_after_ms;
+  watching.rlimits = p.limits.rlimits;
+  watching.notify_spec = p.seccomp_notify_spec;
+  out.verdict = watch(watching);
+  out.verdict.limits = p.limits.decisions;
+  out.exit_code = out.verdict.ended.code;
   if (p.json_status_fd >= 0) {
     (void)write_status(p.json_status_fd, exit_status_line(out.exit_code), Operation::json_status_fd);
     ::close(p.json_status_fd);
@@ -562,8 +677,83 @@ Result<Prepared> prepare(const Policy& policy) {
   p.lock_files = policy.lock_files;
   if (policy.new_session) p.new_session = *policy.new_session ? 1 : 0;
   p.die_with_parent = policy.die_with_parent;
+  auto limits = rung_limits(policy, FilterRung::namespaces);
+  if (!limits) return fail(limits.error());
+  apply_limits(p, std::move(*limits));
   p.timeline.mark("prepare");
   return p;
+}
+
+LimitFacts limit_facts(const Policy& policy, bool namespaces_rung) {
+  LimitFacts f;
+  f.namespaces_rung = namespaces_rung;
+  f.new_user_ns = namespaces_rung && policy.ns.user && !policy.userns_fd;
+  // The sandbox's processes run as the caller's kernel uid.
+  f.kernel_root = ::geteuid() == 0;
+  const Limits& l = policy.limits;
+  const bool wants_cgroup = l.memory || l.pids || l.cpu_millis || l.mode == LimitsMode::require_cgroup;
+  if (!namespaces_rung) {
+    f.cgroup_why = "the Landlock rung does not make cgroups";
+  } else if (wants_cgroup) {
+    // Only asked when a limit could use it: the normal launch reads nothing.
+    const CgroupHost host = detect_cgroup_v2();
+    f.cgroup = host.usable;
+    f.cgroup_why = host.why;
+    std::vector<std::string> controllers = host.controllers;
+    if (!host.usable && ::access("/proc/self/ns/pid", F_OK) == 0) {
+      // v1 only with a PID namespace of the sandbox's own: it is what ends
+      // every process of the cgroup (v1 has no cgroup.kill).
+      const CgroupV1Host v1 = detect_cgroup_v1();
+      if (v1.usable && policy.ns.pid && !policy.as_pid_1) {
+        f.cgroup = true;
+        f.cgroup_version = 1;
+        controllers.clear();
+        for (const auto& [c, dir] : v1.dirs) controllers.push_back(c);
+      } else if (!v1.why.empty()) {
+        f.cgroup_why += "; " + v1.why;
+      }
+    }
+    for (const auto& c : controllers) {
+      f.cgroup_memory |= c == "memory";
+      f.cgroup_pids |= c == "pids";
+      f.cgroup_cpu |= c == "cpu";
+    }
+  }
+  return f;
+}
+
+Result<RungLimits> rung_limits(const Policy& policy, FilterRung rung) {
+  RungLimits out;
+  const LimitFacts facts = limit_facts(policy, rung == FilterRung::namespaces);
+  auto limits = plan_limits(policy.limits, facts);
+  if (!limits) return fail(limits.error());
+  out.plan = std::move(*limits);
+  if (out.plan.use_cgroup) {
+    if (facts.cgroup_version == 1) out.cgroup_v1_dirs = detect_cgroup_v1().dirs;
+    else out.cgroup_base = detect_cgroup_v2().dir;
+  }
+  out.observe = !policy.report_path.empty() || policy.report_fd.has_value() || policy.verdict;
+  // Not with --assert-userns-disabled: its check is a notified call made
+  // before the exec, while nsrun still waits for the exec (a wait on itself).
+  if (out.observe && !policy.assert_userns_disabled) {
+    auto notify = compile_notify_filter(policy, rung);
+    if (!notify) return fail(notify.error());
+    out.notify = std::move(*notify);
+    out.notify_spec = notify_spec(filter_spec(policy, rung));
+  }
+  return out;
+}
+
+void apply_limits(Prepared& p, RungLimits l) {
+  p.limits = std::move(l.plan);
+  if (p.limits.tmpfs_size)
+    for (auto& step : p.plan.mounts)
+      if (step.op == MountStep::Op::tmpfs && step.size == 0) step.size = *p.limits.tmpfs_size;
+  p.observe = l.observe;
+  p.seccomp_notify = std::move(l.notify);
+  p.seccomp_notify_spec = std::move(l.notify_spec);
+  p.cgroup_base = std::move(l.cgroup_base);
+  p.cgroup_v1_dirs = std::move(l.cgroup_v1_dirs);
 }
 
 int run(const Policy& policy) {
@@ -613,6 +803,9 @@ int run(const Policy& policy, const ErrorReporter& report_error, SetupDeath setu
   }
   // The ladder (launch/ladder.cpp) picks the rung and fills the report.
   LadderOutcome outcome = run_ladder(policy, *prepared, report);
+  report.seccomp_filter = !prepared->seccomp.empty();
+  if (policy.verdict)
+    if (const std::string line = verdict_line(report.verdict); !line.empty()) fmt::print(stderr, "{}\n", line);
   if (prepared->egress) report.network = std::move(prepared->egress_decisions);
   return finish(outcome.exit_code, outcome.error, outcome.cause);
 }

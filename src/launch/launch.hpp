@@ -11,7 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "launch/watch.hpp"
 #include "mount/plan.hpp"
+#include "policy/limits.hpp"
 #include "net/egress.hpp"
 #include "policy/policy.hpp"
 #include "seccomp/filter.hpp"
@@ -49,6 +51,18 @@ struct Prepared {
   std::optional<gid_t> join_gid;
   std::vector<std::string> lock_files;
   Timeline timeline;                       // started before prepare()
+  // Limits and observation (issue 15).
+  LimitsPlan limits;                       // for this rung; rlimits set on the command before exec
+  bool observe = false;                    // a report or --verdict wants the verdict
+  BpfProgram seccomp_notify;               // `seccomp` with refusals sent to nsrun; empty: none
+  FilterSpec seccomp_notify_spec;          // its rules, for the answers' errnos
+  int words_fd = -1;                       // the sandbox's end of the last-words socket (ns/outcome.hpp)
+  int words_parent_fd = -1;                // nsrun's end
+  int last_pid_fd = -1;                    // PID 1: /proc/sys/kernel/ns_last_pid
+  bool child_is_command = false;           // nsrun's child is the command (no PID 1, no supervisor)
+  std::string cgroup_base;                 // the delegated cgroup v2 when limits.use_cgroup
+  // ... or, as root on a v1 host, controller -> the caller's v1 cgroup
+  std::vector<std::pair<std::string, std::string>> cgroup_v1_dirs;
   // --network proxy (issue 13): the proxy's rules (log_fd set by run()),
   // the sandbox's end of the socketpair its listeners cross, and the
   // decisions once the command has ended.
@@ -66,12 +80,29 @@ struct Prepared {
 
 Result<Prepared> prepare(const Policy& policy);
 
+// The facts plan_limits() needs on this host, for one rung.
+LimitFacts limit_facts(const Policy& policy, bool namespaces_rung);
+// One rung's limits (plan, cgroup, the notifying filter), decided from
+// the Policy before the rung runs; apply_limits() puts them into `p`
+// (with the tmpfs sizes).
+struct RungLimits {
+  LimitsPlan plan;
+  bool observe = false;
+  BpfProgram notify;
+  FilterSpec notify_spec;
+  std::string cgroup_base;
+  std::vector<std::pair<std::string, std::string>> cgroup_v1_dirs;
+};
+Result<RungLimits> rung_limits(const Policy& policy, FilterRung rung);
+void apply_limits(Prepared& p, RungLimits limits);
+
 // How one launch on the namespace rung ended.
 struct LaunchOutcome {
   int exit_code = 125;
   std::optional<Error> error;   // nsrun's own failure, not yet printed
   bool command_started = false; // the exec succeeded: no other rung may run it
   Timeline timeline;
+  Verdict verdict;              // how the command ended, what it used and was refused
 };
 
 LaunchOutcome run_namespaces(Prepared& prepared);

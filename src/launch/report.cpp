@@ -15,6 +15,65 @@
 
 namespace nsrun {
 
+namespace {
+
+// The verdict (issue 15): facts only; what is unknown is null.
+void add_verdict(json::Value& out, const LaunchReport& r) {
+  using json::Value;
+  const Verdict& v = r.verdict;
+  Value ended = Value::object();
+  if (v.started) {
+    ended.set("how", v.ended.how);
+    ended.set("code", v.ended.code);
+    ended.set("signal", v.ended.signal != 0 ? Value(v.ended.signal) : Value());
+    ended.set("limit", v.ended.limit.empty() ? Value() : Value(v.ended.limit));
+  } else {
+    ended.set("how", "setup-failed");
+    ended.set("code", r.exit_code);
+    ended.set("signal", Value());
+    ended.set("limit", Value());
+  }
+  out.set("ended", std::move(ended));
+  if (v.started) {
+    Value usage = Value::object();
+    usage.set("wall_micros", v.usage.wall_us);
+    usage.set("user_micros", v.usage.user_us);
+    usage.set("system_micros", v.usage.sys_us);
+    usage.set("peak_memory_bytes", v.usage.peak_memory_bytes);
+    usage.set("peak_memory_source", v.usage.peak_memory_source);
+    usage.set("processes", v.usage.processes ? Value(*v.usage.processes) : Value());
+    out.set("usage", std::move(usage));
+  } else {
+    out.set("usage", Value());
+  }
+  Value limits = Value::object();
+  Value enforcement = Value::object();
+  Value details = Value::object();
+  for (const auto& d : v.limits) {
+    enforcement.set(d.limit, name(d.how));
+    details.set(d.limit, d.detail);
+  }
+  limits.set("enforcement", std::move(enforcement));
+  limits.set("detail", std::move(details));
+  out.set("limits", std::move(limits));
+  if (v.started && r.seccomp_filter && !v.denials_observed) {
+    out.set("denials", "unobserved");
+  } else {
+    Value denials = Value::array();
+    for (const auto& d : v.denials) {
+      Value item = Value::object();
+      item.set("syscall", d.syscall);
+      item.set("count", d.count);
+      item.set("first_pid", d.first_pid);
+      item.set("args", d.args);
+      denials.push_back(std::move(item));
+    }
+    out.set("denials", std::move(denials));
+  }
+}
+
+}  // namespace
+
 json::Value to_json(const LaunchReport& r) {
   using json::Value;
   Value out = Value::object();
@@ -56,6 +115,7 @@ json::Value to_json(const LaunchReport& r) {
   out.set("launch_micros", total);
   out.set("exit_code", r.exit_code);
   out.set("error", r.error ? Value(r.error->message()) : Value());
+  add_verdict(out, r);
   if (r.network) out.set("network", egress::network_section(*r.network));
   return out;
 }

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "launch/watch.hpp"
 #include "net/egress.hpp"
 #include "policy/json.hpp"
 #include "policy/policy.hpp"
@@ -41,6 +42,10 @@ struct LaunchReport {
   std::vector<PhaseTime> phases;
   int exit_code = 125;
   std::optional<Error> error;
+  // Issue 15: how the command ended, what it used, each limit's
+  // enforcement and the refused system calls (launch/watch.hpp).
+  Verdict verdict;
+  bool seccomp_filter = true;          // a filter with refusals was loaded (else no denials can happen)
   std::optional<std::vector<egress::Decision>> network;  // --network proxy (issue 13)
 };
 

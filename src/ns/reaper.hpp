@@ -36,6 +36,29 @@ int wait_forwarding(pid_t child);
 // rung's supervisor waits so for its parent-death signal.
 int wait_forwarding_until(pid_t child, int stop);
 
+// The signal nsrun's timer sends to PID 1 (or the Landlock rung's
+// supervisor): "end the whole sandbox with SIGTERM". Real-time, so it is
+// queued, and outside the forwarded set: a SIGTERM sent to nsrun reaches
+// the command only, as before. Blocked by block_for_launch().
+int end_sandbox_signal();
+
+struct WaitOptions {
+  int stop = 0;                 // as wait_forwarding_until()
+  void (*end_all)() = nullptr;  // on end_sandbox_signal(); raw system calls only
+};
+
+// wait_forwarding_until() with the timer's request served and the child's
+// wait status stored in *raw_status (when not null).
+int wait_command(pid_t child, const WaitOptions& options, int* raw_status);
+
+// Whether a signal's si_code says a process sent it (kill, sigqueue,
+// tgkill) rather than the terminal, which already reached the group.
+bool sent_by_a_process(int si_code);
+
+// The set block_for_launch() blocks: the forwarded signals, SIGCHLD and
+// end_sandbox_signal().
+sigset_t launch_signals();
+
 // The status convention for a waitpid() status.
 int exit_status(int wait_status);
 

@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "policy/limits.hpp"
+
 namespace nsrun {
 
 enum class Mode { read_only, workspace_write, full_access };
@@ -155,6 +157,10 @@ struct Policy {
   std::optional<int> userns_fd;        // joined before clone instead of making a user namespace (no id maps)
   std::optional<int> userns2_fd;       // joined after the root is built, before capabilities are dropped
   std::optional<int> pidns_fd;         // the sandbox's PID namespace, or the parent of its new one
+
+  // Resource limits and the timeout (issue 15, policy/limits.hpp).
+  Limits limits;
+  bool verdict = false;                // --verdict: one stderr line when a non-zero end followed a refusal
 
   std::string report_path;             // --report PATH
   std::optional<int> report_fd;        // --report-fd N

@@ -348,6 +348,13 @@ const Readers<Policy>& policy_readers() {
          p.pass_fds = std::move(*i);
          return {};
        }},
+      {"limits", [](const Value& v, Policy& p, const std::string& f) -> Result<void> {
+         auto l = limits_from_json(v, p.limits, f);
+         if (!l) return fail(l.error());
+         p.limits = std::move(*l);
+         return {};
+       }},
+      {"verdict", bool_into(&Policy::verdict)},
       {"report_path", string_into(&Policy::report_path)},
       {"report_fd", optional_id_into(&Policy::report_fd)},
       {"argv", strings_into(&Policy::argv)},
@@ -398,6 +405,8 @@ json::Value to_json(const Policy& p) {
   out.set("die_with_parent", p.die_with_parent);
   out.set("new_session", p.new_session ? Value(*p.new_session) : Value());
   out.set("pass_fds", ints(p.pass_fds));
+  out.set("limits", to_json(p.limits));
+  out.set("verdict", p.verdict);
   out.set("report_path", p.report_path);
   out.set("report_fd", p.report_fd ? Value(*p.report_fd) : Value());
   out.set("argv", strings(p.argv));

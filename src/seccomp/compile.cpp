@@ -103,7 +103,9 @@ Result<BpfProgram> compile_spec(const FilterSpec& spec) {
       e.detail = fmt::format("libseccomp does not know the system call {}", name);
       return fail(e);
     }
-    const uint32_t action = spec.log && !rule.always ? SCMP_ACT_LOG : SCMP_ACT_ERRNO(static_cast<uint32_t>(rule.err));
+    const uint32_t action = rule.notify                  ? SCMP_ACT_NOTIFY
+                            : spec.log && !rule.always ? SCMP_ACT_LOG
+                                                       : SCMP_ACT_ERRNO(static_cast<uint32_t>(rule.err));
     std::vector<scmp_arg_cmp> cmp;
     if (rule.arg) {
       if (rule.arg->greater)

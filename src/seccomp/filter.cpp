@@ -23,6 +23,10 @@ Result<BpfProgram> compile_filter(const Policy& policy, FilterRung rung) {
   return copy(precompiled_filter(filter_key(policy, rung)));
 }
 
+Result<BpfProgram> compile_notify_filter(const Policy& policy, FilterRung rung) {
+  return copy(precompiled_notify_filter(filter_key(policy, rung)));
+}
+
 Result<BpfProgram> compile_no_userns_filter() { return copy(precompiled_no_userns_filter()); }
 
 std::string describe_filter(const FilterSpec& spec, const BpfProgram& program) {

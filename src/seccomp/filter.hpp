@@ -21,6 +21,9 @@ using BpfProgram = std::vector<sock_filter>;
 // An empty program means "no filter" (seccomp none).
 Result<BpfProgram> compile_filter(const Policy& policy, FilterRung rung = FilterRung::namespaces);
 
+// The notifying variant (seccomp/notify.hpp); empty when there is none.
+Result<BpfProgram> compile_notify_filter(const Policy& policy, FilterRung rung = FilterRung::namespaces);
+
 // The filter behind bwrap's --disable-userns (see no_userns_spec()).
 Result<BpfProgram> compile_no_userns_filter();
 

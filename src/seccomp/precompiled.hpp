@@ -6,6 +6,7 @@
 #include <linux/filter.h>
 
 #include <span>
+#include <string_view>
 
 #include "seccomp/rules.hpp"
 
@@ -13,5 +14,10 @@ namespace nsrun {
 
 std::span<const sock_filter> precompiled_filter(const FilterKey& key);
 std::span<const sock_filter> precompiled_no_userns_filter();
+// The notifying variant of precompiled_filter(key) (notify_spec()); empty
+// when there is none (log mode, no filter).
+std::span<const sock_filter> precompiled_notify_filter(const FilterKey& key);
+// The name of a system call any filter names, by number; empty otherwise.
+std::string_view precompiled_syscall_name(int nr);
 
 }  // namespace nsrun

@@ -8,6 +8,7 @@
 #include <linux/fcntl.h>
 #include <linux/fs.h>
 #include <linux/fsverity.h>
+#include <linux/seccomp.h>
 
 #include <cerrno>
 
@@ -230,6 +231,31 @@ FilterSpec no_userns_spec() {
   add(r, "setns", "entering any namespace the fd names", EPERM, ArgMatch{1, ~uint64_t{0}, 0, false});
   add(r, "clone3", "flags in memory cannot be checked; libc falls back to clone", ENOSYS);
   return spec;
+}
+
+FilterSpec notify_spec(const FilterSpec& spec) {
+  FilterSpec out = spec;
+  if (!spec.enabled || spec.log) {
+    out.enabled = false;
+    out.rules.clear();
+    return out;
+  }
+  // Every refusal but clone3's ENOSYS, which is libc's everyday signal to
+  // fall back to clone (a round trip per fork otherwise), not a refusal.
+  bool any = false;
+  for (Rule& r : out.rules)
+    if (r.err != ENOSYS) r.notify = any = true;
+  if (!any) {
+    out.enabled = false;
+    out.rules.clear();
+    return out;
+  }
+  // An errno outranks every notification: the command cannot load a
+  // listening filter of its own that would let our notified calls through.
+  // The flags are an `unsigned int`: the low 32 bits decide.
+  out.rules.push_back(Rule{"seccomp", EPERM, ArgMatch{1, SECCOMP_FILTER_FLAG_NEW_LISTENER, SECCOMP_FILTER_FLAG_NEW_LISTENER, false},
+                           "a listening filter of the command's own could let refused calls continue", true});
+  return out;
 }
 
 std::optional<int> decide(const FilterSpec& spec, std::string_view syscall, const std::array<uint64_t, 6>& args) {

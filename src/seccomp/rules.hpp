@@ -40,6 +40,9 @@ struct Rule {
   // Part of a rung's promise rather than hardening: refused even with
   // `--seccomp log` (which only logs the others).
   bool always = false;
+  // Answered through SECCOMP_RET_USER_NOTIF: nsrun records the call and
+  // answers `err`; see seccomp/notify.hpp.
+  bool notify = false;
 
   bool operator==(const Rule&) const = default;
 };
@@ -98,6 +101,13 @@ FilterSpec filter_spec(const Policy& policy, FilterRung rung);
 // out of a filter's reach, so it answers ENOSYS and libc falls back to
 // clone). The errno is ENOSPC, what a user-namespace limit of 1 gives.
 FilterSpec no_userns_spec();
+
+// The notifying variant of `spec` (issue 15): its refusing rules (all but
+// clone3's ENOSYS) go to nsrun's listener, which answers each with the
+// rule's errno (decide()), and
+// seccomp(2) with SECCOMP_FILTER_FLAG_NEW_LISTENER is refused (see
+// seccomp/notify.hpp). Disabled (no variant) for log mode and no filter.
+FilterSpec notify_spec(const FilterSpec& spec);
 
 // What the filter decides for one native call, evaluated from the table
 // (not from BPF): the errno, or nullopt when the call is allowed. For tests

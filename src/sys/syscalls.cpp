@@ -1,5 +1,6 @@
 #include "sys/syscalls.hpp"
 
+#include <linux/sched.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -12,6 +13,7 @@ namespace {
 // The kernel's struct clone_args (v0) and struct open_how.
 struct CloneArgs {
   uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls;
+  uint64_t set_tid, set_tid_size, cgroup;  // v2 (Linux 5.7): CLONE_INTO_CGROUP
 };
 struct OpenHow {
   uint64_t flags, mode, resolve;
@@ -26,6 +28,15 @@ pid_t clone_fork(uint64_t flags) {
   if (pid >= 0 || errno != ENOSYS) return static_cast<pid_t>(pid);
   // clone(2) with a null stack duplicates the caller's stack, like fork().
   return static_cast<pid_t>(syscall(SYS_clone, flags | SIGCHLD, nullptr, nullptr, nullptr, 0));
+}
+
+pid_t clone_fork_into(uint64_t flags, int cgroup_fd) {
+  CloneArgs args{};
+  args.flags = flags | CLONE_INTO_CGROUP;
+  args.exit_signal = SIGCHLD;
+  args.cgroup = static_cast<uint64_t>(cgroup_fd);
+  // No fallback: a child that starts outside its cgroup is not limited.
+  return static_cast<pid_t>(syscall(SYS_clone3, &args, sizeof args));
 }
 
 int pivot_root(const char* new_root, const char* put_old) {

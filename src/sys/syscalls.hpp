@@ -13,6 +13,10 @@ namespace nsrun::sys {
 // when the kernel has no clone3 (ENOSYS). The exit signal is SIGCHLD.
 pid_t clone_fork(uint64_t flags);
 
+// The same, the child starting in the cgroup `cgroup_fd` (a directory fd):
+// clone3 with CLONE_INTO_CGROUP (Linux 5.7), without a fallback.
+pid_t clone_fork_into(uint64_t flags, int cgroup_fd);
+
 int pivot_root(const char* new_root, const char* put_old);
 
 // openat2 with a `resolve` mask (RESOLVE_*).

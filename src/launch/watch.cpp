@@ -1,0 +1,161 @@
+#include "launch/watch.hpp"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include <fmt/format.h>
+
+#include "ns/outcome.hpp"
+#include "ns/reaper.hpp"
+#include "sys/fd.hpp"
+#include "sys/timeline.hpp"
+
+namespace nsrun {
+
+namespace {
+
+uint64_t micros(const timeval& t) { return static_cast<uint64_t>(t.tv_sec) * 1'000'000 + static_cast<uint64_t>(t.tv_usec); }
+
+bool has_rlimit(const std::vector<RlimitSetting>& rl, std::string_view n) {
+  return std::ranges::any_of(rl, [&](const RlimitSetting& r) { return r.name == n; });
+}
+
+}  // namespace
+
+Verdict watch(const WatchSetup& s) {
+  Verdict v;
+  v.started = true;
+  const uint64_t start_ns = Timeline::now_ns();
+  const sigset_t waited = launch_signals();
+  Fd sigfd(::signalfd(-1, &waited, SFD_CLOEXEC | SFD_NONBLOCK));
+
+  SandboxWords words;
+  DenialLog log(s.notify_spec);
+  bool listener_open = true;
+  bool timed_out = false;
+  bool killed = false;
+  uint64_t deadline_ns = s.timeout_ms ? start_ns + *s.timeout_ms * 1'000'000 : 0;
+  std::optional<int> child_status;
+  rusage ru{};
+
+  while (!child_status) {
+    // Reap first: SIGCHLD may have been consumed before we got here. Any
+    // child: on the Landlock rung nsrun is a subreaper too.
+    int status = 0;
+    rusage r{};
+    pid_t pid;
+    while ((pid = ::wait4(-1, &status, WNOHANG, &r)) > 0)
+      if (pid == s.child) {
+        child_status = status;
+        ru = r;
+      }
+    if (child_status) break;
+    if (pid < 0 && errno == ECHILD) break;
+
+    receive_words(s.words_fd, words);
+    pollfd fds[3];
+    nfds_t n = 0;
+    fds[n++] = pollfd{sigfd.get(), POLLIN, 0};
+    const int listener = words.listener && listener_open ? words.listener.get() : -1;
+    if (listener >= 0) fds[n++] = pollfd{listener, POLLIN, 0};
+    if (s.words_fd >= 0 && !words.closed && !words.listener) fds[n++] = pollfd{s.words_fd, POLLIN, 0};
+
+    int wait_ms = -1;
+    if (deadline_ns != 0) {
+      const uint64_t now = Timeline::now_ns();
+      wait_ms = now >= deadline_ns ? 0 : static_cast<int>((deadline_ns - now + 999'999) / 1'000'000);
+    }
+    const int ready = ::poll(fds, n, wait_ms);
+    if (ready < 0 && errno != EINTR) break;
+    if (deadline_ns != 0 && Timeline::now_ns() >= deadline_ns) {
+      if (!timed_out) {
+        // The whole sandbox, not only the command: PID 1 (or the
+        // supervisor) passes SIGTERM to every process it has.
+        timed_out = true;
+        ::kill(s.child, s.child_is_command ? SIGTERM : end_sandbox_signal());
+        deadline_ns = Timeline::now_ns() + s.kill_after_ms * 1'000'000;
+      } else if (!killed) {
+        // PID 1's death ends its PID namespace; the supervisor's death
+        // hands what is left to nsrun, which ends it (landlock_rung.cpp).
+        killed = true;
+        ::kill(s.child, SIGKILL);
+        deadline_ns = 0;
+      }
+    }
+    if (ready <= 0) continue;
+    for (nfds_t i = 0; i < n; ++i) {
+      if (fds[i].revents == 0) continue;
+      if (fds[i].fd == sigfd.get()) {
+        signalfd_siginfo info{};
+        while (::read(sigfd.get(), &info, sizeof info) == static_cast<ssize_t>(sizeof info))
+          // The timer's own signal is for PID 1 from nsrun only: never passed on.
+          if (info.ssi_signo != SIGCHLD && static_cast<int>(info.ssi_signo) != end_sandbox_signal() &&
+              sent_by_a_process(info.ssi_code))
+            ::kill(s.child, static_cast<int>(info.ssi_signo));
+      } else if (fds[i].fd == listener) {
+        if ((fds[i].revents & POLLIN) != 0) log.serve(listener);
+        else if ((fds[i].revents & (POLLHUP | POLLERR)) != 0) listener_open = false;
+      }
+    }
+  }
+  v.usage.wall_us = (Timeline::now_ns() - start_ns) / 1000;
+  receive_words(s.words_fd, words);
+  // Calls still queued when the child ended: answered, and counted.
+  if (words.listener) {
+    pollfd p{words.listener.get(), POLLIN, 0};
+    while (::poll(&p, 1, 0) > 0 && (p.revents & POLLIN) != 0 && log.serve(words.listener.get())) {
+    }
+  }
+  v.denials_observed = words.listener.valid();
+  v.denials = log.denials();
+
+  v.usage.user_us = micros(ru.ru_utime);
+  v.usage.sys_us = micros(ru.ru_stime);
+  v.usage.peak_memory_bytes = static_cast<uint64_t>(ru.ru_maxrss) * 1024;
+  v.usage.peak_memory_source = "ru_maxrss";
+  v.usage.processes = words.processes;
+
+  Ended& e = v.ended;
+  const int child_code = child_status ? exit_status(*child_status) : 125;
+  // The command's own wait status: from PID 1 or the supervisor, or ours
+  // when the child is the command.
+  std::optional<int> raw = s.child_is_command ? child_status : words.raw_status;
+  e.code = child_code;
+  if (timed_out) {
+    e.how = "timeout";
+    e.limit = "timeout";
+    e.code = 124;
+    if (raw && WIFSIGNALED(*raw)) e.signal = WTERMSIG(*raw);
+    else if (!raw && child_status && WIFSIGNALED(*child_status)) e.signal = WTERMSIG(*child_status);
+  } else if (raw && WIFSIGNALED(*raw)) {
+    e.signal = WTERMSIG(*raw);
+    e.how = "signal";
+    if (e.signal == SIGXCPU && has_rlimit(s.rlimits, "cpu")) e.how = "rlimit", e.limit = "cpu";
+    if (e.signal == SIGXFSZ && has_rlimit(s.rlimits, "fsize")) e.how = "rlimit", e.limit = "fsize";
+  } else {
+    e.how = "exit";
+  }
+  return v;
+}
+
+std::string verdict_line(const Verdict& v) {
+  if (!v.started || v.ended.code == 0) return {};
+  std::vector<std::string> parts;
+  if (!v.denials.empty()) parts.push_back(summarise(v.denials));
+  if (v.ended.how == "timeout") parts.push_back("the timeout");
+  if (v.ended.how == "oom") parts.push_back("the memory limit (OOM kill)");
+  if (v.ended.how == "rlimit") parts.push_back(fmt::format("the {} rlimit", v.ended.limit));
+  if (parts.empty()) return {};
+  std::string out = "nsrun: refused during the run: ";
+  for (std::size_t i = 0; i < parts.size(); ++i) out += (i ? "; " : "") + parts[i];
+  return out;
+}
+
+}  // namespace nsrun

@@ -1,0 +1,66 @@
+// nsrun's side of a running sandbox (issue 15): it waits for its child (PID
+// 1, the Landlock rung's supervisor, or the command itself), forwards
+// signals, keeps the timeout, serves the seccomp listener, and ends with a
+// verdict: how the command ended and what it used.
+#pragma once
+
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "policy/limits.hpp"
+#include "seccomp/notify.hpp"
+
+namespace nsrun {
+
+// How the command ended, as facts.
+struct Ended {
+  std::string how = "setup-failed";  // exit, signal, timeout, oom, rlimit, setup-failed
+  int code = 125;                    // nsrun's exit status
+  int signal = 0;                    // the signal that ended the command, 0: none
+  std::string limit;                 // the limit behind timeout / oom / rlimit
+};
+
+struct Usage {
+  uint64_t wall_us = 0;              // from the command's exec to its end
+  uint64_t user_us = 0;              // every process of the sandbox that was reaped
+  uint64_t sys_us = 0;
+  uint64_t peak_memory_bytes = 0;
+  std::string peak_memory_source;    // "ru_maxrss" (the largest single process) or "memory.peak"
+  std::optional<uint64_t> processes; // processes and threads started (PID namespace), unknown elsewhere
+};
+
+struct Verdict {
+  bool started = false;              // the command was executed; ended/usage are real
+  Ended ended;
+  Usage usage;
+  bool denials_observed = false;     // false: refusals happened unseen (no listener)
+  std::vector<Denial> denials;
+  std::vector<LimitDecision> limits;
+};
+
+struct WatchSetup {
+  pid_t child = -1;
+  bool child_is_command = false;     // no PID 1 / supervisor in between
+  int words_fd = -1;                 // nsrun's end of the sandbox's last-words socket, -1: none
+  std::optional<uint64_t> timeout_ms;
+  uint64_t kill_after_ms = 2000;
+  std::vector<RlimitSetting> rlimits;  // to name an rlimit behind SIGXCPU / SIGXFSZ
+  FilterSpec notify_spec;              // the notifying filter's rules: each answer's errno
+};
+
+// Waits for `child` to end (it was started with the launch's signals
+// blocked, see block_for_launch()). At the timeout: end_sandbox_signal()
+// to a PID 1 or supervisor (SIGTERM to a command that is PID 1 itself),
+// then SIGKILL `kill_after_ms` later; the exit status is then 124.
+Verdict watch(const WatchSetup& setup);
+
+// The --verdict line, empty when there is nothing to say (the command
+// succeeded, or nothing was refused or limited).
+std::string verdict_line(const Verdict& v);
+
+}  // namespace nsrun

@@ -1,0 +1,102 @@
+#include "seccomp/notify.hpp"
+
+#include <linux/seccomp.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "seccomp/precompiled.hpp"
+
+namespace nsrun {
+
+Result<Fd> load_filter_listening(const BpfProgram& program) {
+  sock_fprog prog{static_cast<unsigned short>(program.size()), const_cast<sock_filter*>(program.data())};
+  const long fd = ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+  if (fd < 0) return fail(sys_error("seccomp listener"));
+  return Fd(static_cast<int>(fd));
+}
+
+namespace {
+
+// The kernel's structures may be larger than this build's headers; the
+// buffers follow the kernel's sizes (SECCOMP_GET_NOTIF_SIZES).
+struct Sizes {
+  std::size_t notif = sizeof(seccomp_notif);
+  std::size_t resp = sizeof(seccomp_notif_resp);
+};
+
+const Sizes& sizes() {
+  static const Sizes s = [] {
+    Sizes out;
+    seccomp_notif_sizes k{};
+    if (::syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &k) == 0) {
+      out.notif = std::max<std::size_t>(out.notif, k.seccomp_notif);
+      out.resp = std::max<std::size_t>(out.resp, k.seccomp_notif_resp);
+    }
+    return out;
+  }();
+  return s;
+}
+
+}  // namespace
+
+bool DenialLog::serve(int listener) {
+  const Sizes& s = sizes();
+  auto notif_buf = std::make_unique<unsigned char[]>(s.notif);
+  std::memset(notif_buf.get(), 0, s.notif);
+  auto* notif = reinterpret_cast<seccomp_notif*>(notif_buf.get());
+  if (::ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, notif) != 0) {
+    // ENOENT: the caller died or was interrupted before we took it.
+    return errno == EINTR || errno == ENOENT;
+  }
+  auto resp_buf = std::make_unique<unsigned char[]>(s.resp);
+  std::memset(resp_buf.get(), 0, s.resp);
+  auto* resp = reinterpret_cast<seccomp_notif_resp*>(resp_buf.get());
+  const int nr = notif->data.nr;
+  const std::string_view known = precompiled_syscall_name(nr);
+  std::array<uint64_t, 6> args{};
+  for (std::size_t i = 0; i < args.size(); ++i) args[i] = notif->data.args[i];
+  // Only refusing rules notify, so some rule matches; EPERM whatever
+  // happens (fail closed).
+  int err = known.empty() ? EPERM : decide(spec_, known, args).value_or(EPERM);
+  if (err <= 0) err = EPERM;
+  resp->id = notif->id;
+  resp->error = -err;
+  resp->val = 0;
+  resp->flags = 0;
+  // ENOENT here too: the caller is gone; nothing to answer.
+  (void)::ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, resp);
+
+  auto it = std::find_if(denials_.begin(), denials_.end(), [&](const Denial& d) { return d.nr == nr; });
+  if (it != denials_.end()) {
+    ++it->count;
+    return true;
+  }
+  Denial d;
+  d.nr = nr;
+  d.syscall = known.empty() ? fmt::format("syscall {}", nr) : std::string(known);
+  d.count = 1;
+  d.first_pid = static_cast<pid_t>(notif->pid);
+  d.args = fmt::format("{:#x}, {:#x}, {:#x}", notif->data.args[0], notif->data.args[1], notif->data.args[2]);
+  denials_.push_back(std::move(d));
+  return true;
+}
+
+std::string summarise(const std::vector<Denial>& denials) {
+  std::string out;
+  for (const auto& d : denials) {
+    if (!out.empty()) out += ", ";
+    out += d.count > 1 ? fmt::format("{} \u00d7{}", d.syscall, d.count) : d.syscall;
+  }
+  return out;
+}
+
+}  // namespace nsrun

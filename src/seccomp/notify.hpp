@@ -1,0 +1,69 @@
+// Observed refusals (issue 15): the default filter's refusing rules answer
+// SECCOMP_RET_USER_NOTIF instead of an errno, and nsrun, outside the
+// sandbox, receives each such call on the listener, records it and answers
+// EPERM, so the command sees exactly what it saw before. Denied calls are
+// rare, so the normal path pays nothing; each refused call costs one round
+// trip to nsrun. (Answered with the rule's own errno: EPERM, or EACCES for
+// AF_UNIX under --unix-sockets none.)
+//
+// Why this cannot be turned against the promise:
+//  - nsrun only ever answers an errno: it never lets a call continue and never
+//    reads the caller's memory, so nothing is decided on racy data.
+//  - Among several filters' USER_NOTIF answers the newest filter's wins,
+//    and its listener may let the call continue: a command able to load a
+//    listening filter of its own could unlock what ours refuses. The
+//    notifying variants therefore refuse seccomp(2) with
+//    SECCOMP_FILTER_FLAG_NEW_LISTENER (an errno, which outranks every
+//    notification). A filter of the command's without a listener makes
+//    the call fail with ENOSYS: still refused.
+//  - The process that loads the filter (PID 1, or the command itself before
+//    exec) is never the one that serves it, and nothing it does between
+//    the load and the exec is a notified call, so the launch cannot wait on
+//    itself. When nsrun is gone the kernel answers ENOSYS: still refused.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "seccomp/filter.hpp"
+#include "sys/error.hpp"
+#include "sys/fd.hpp"
+
+namespace nsrun {
+
+// Child side: loads `program` asking for a listener; the fd is O_CLOEXEC.
+// Fails (the caller then loads the plain program) where the kernel has no
+// USER_NOTIF or an outer sandbox refuses listeners.
+Result<Fd> load_filter_listening(const BpfProgram& program);
+
+struct Denial {
+  std::string syscall;  // by name where the filter knows it, else "syscall N"
+  int nr = -1;
+  uint64_t count = 0;
+  pid_t first_pid = 0;  // as nsrun sees it (the caller's PID namespace)
+  std::string args;     // the first call's first three arguments, in hex
+};
+
+class DenialLog {
+ public:
+  // `spec`: the filter the listener belongs to (its notify_spec()), whose
+  // rules give each call's errno.
+  explicit DenialLog(FilterSpec spec = {}) : spec_(std::move(spec)) {}
+  // Receives one notification (if one is pending) and answers the rule's
+  // errno (EPERM when no rule says otherwise).
+  // Returns false when the listener has no more filter users.
+  bool serve(int listener);
+  const std::vector<Denial>& denials() const { return denials_; }
+
+ private:
+  FilterSpec spec_;
+  std::vector<Denial> denials_;
+};
+
+// One text line for --verdict: "keyctl x2, io_uring_setup".
+std::string summarise(const std::vector<Denial>& denials);
+
+}  // namespace nsrun
