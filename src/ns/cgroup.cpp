@@ -1,5 +1,6 @@
 #include "ns/cgroup.hpp"
 
+#include <charconv>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/stat.h>
@@ -36,18 +37,21 @@ std::vector<std::pair<std::string, std::string>> cgroup_writes(const LimitsPlan&
   return out;
 }
 
+// The decimal number `text` starts with, 0 when there is none or it does
+// not fit: std::from_chars, because std::stoull throws (and its throw
+// helpers clash with the static build's own, src/cli/static_runtime.cpp).
+uint64_t leading_number(std::string_view text) {
+  uint64_t v = 0;
+  if (std::from_chars(text.data(), text.data() + text.size(), v).ec != std::errc{}) return 0;
+  return v;
+}
+
 uint64_t cgroup_key(std::string_view text, std::string_view key) {
   while (!text.empty()) {
     const auto nl = text.find('\n');
     std::string_view line = text.substr(0, nl);
-    if (line.starts_with(key) && line.size() > key.size() && line[key.size()] == ' ') {
-      uint64_t v = 0;
-      for (char c : line.substr(key.size() + 1)) {
-        if (c < '0' || c > '9') break;
-        v = v * 10 + static_cast<uint64_t>(c - '0');
-      }
-      return v;
-    }
+    if (line.starts_with(key) && line.size() > key.size() && line[key.size()] == ' ')
+      return leading_number(line.substr(key.size() + 1));
     if (nl == std::string_view::npos) break;
     text.remove_prefix(nl + 1);
   }
@@ -115,7 +119,7 @@ CgroupEvents SandboxCgroup::events() const {
   e.oom_kills = cgroup_key(read_control(dir_.get(), "memory.events"), "oom_kill");
   e.pids_max_hits = cgroup_key(read_control(dir_.get(), "pids.events"), "max");
   const std::string peak = read_control(dir_.get(), "memory.peak");
-  if (!peak.empty() && peak[0] >= '0' && peak[0] <= '9') e.peak_bytes = std::stoull(peak);
+  if (!peak.empty() && peak[0] >= '0' && peak[0] <= '9') e.peak_bytes = leading_number(peak);
   return e;
 }
 
@@ -222,7 +226,7 @@ CgroupEvents SandboxCgroupV1::events() const {
     if (one.controller == "memory") {
       e.oom_kills = cgroup_key(read_control(one.dir.get(), "memory.oom_control"), "oom_kill");
       const std::string peak = read_control(one.dir.get(), "memory.max_usage_in_bytes");
-      if (!peak.empty() && peak[0] >= '0' && peak[0] <= '9') e.peak_bytes = std::stoull(peak);
+      if (!peak.empty() && peak[0] >= '0' && peak[0] <= '9') e.peak_bytes = leading_number(peak);
     }
     if (one.controller == "pids")
       e.pids_max_hits = cgroup_key(read_control(one.dir.get(), "pids.events"), "max");
