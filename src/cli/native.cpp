@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "policy/policy_json.hpp"
+#include "policy/protect.hpp"
 #include "probe/backend.hpp"
 
 namespace nsrun {
@@ -78,6 +79,15 @@ Handler add_env(EnvOp::Kind kind) {
 Handler share_namespace(bool Namespaces::*member) {
   return [member](Policy& p, Args) -> Result<void> {
     p.ns.*member = false;
+    return {};
+  };
+}
+
+Handler default_set(bool Policy::*member, std::string_view option) {
+  return [=](Policy& p, Args a) -> Result<void> {
+    if (a[0] != "default" && a[0] != "none")
+      return fail(usage_error(option, fmt::format("unknown value '{}' (expected default or none)", a[0])));
+    p.*member = a[0] == "default";
     return {};
   };
 }
@@ -148,6 +158,26 @@ const std::vector<Option>& options() {
       {"--allow-socket", 1, "PATH", "do not hide this well-known host socket (repeatable)",
        [](Policy& p, Args a) -> Result<void> {
          p.allow_sockets.push_back(a[0]);
+         return {};
+       }},
+      // Protected paths and hidden credentials (src/policy/protect.hpp).
+      {"--protect", 1, "PATH", "keep PATH (relative to each writable root) read-only and uncreatable (repeatable)",
+       [](Policy& p, Args a) -> Result<void> {
+         p.protect.push_back(a[0]);
+         return {};
+       }},
+      {"--unprotect", 1, "PATH", "drop PATH from the protected set (repeatable)",
+       [](Policy& p, Args a) -> Result<void> {
+         p.unprotect.push_back(a[0]);
+         return {};
+       }},
+      {"--protect-defaults", 1, "SET", "default (.git/hooks, .git/config, .envrc, .vscode, ...) or none",
+       default_set(&Policy::protect_defaults, "--protect-defaults")},
+      {"--hide-defaults", 1, "SET", "default (~/.ssh, ~/.aws, ~/.npmrc and other credentials hidden) or none",
+       default_set(&Policy::hide_defaults, "--hide-defaults")},
+      {"--allow-read", 1, "PATH", "do not hide this default credential path (repeatable)",
+       [](Policy& p, Args a) -> Result<void> {
+         p.allow_read.push_back(a[0]);
          return {};
        }},
       {"--allow-nested-userns", 0, "", "let the command make user namespaces of its own",
@@ -285,6 +315,15 @@ Result<Invocation> parse_native(std::span<const std::string> args, const CallerC
   if (p.mode != Mode::full_access && ctx.lookup)
     p.hidden_sockets = sockets_to_hide(well_known_sockets(ctx.socket_env), p.hidden_sockets, p.allow_sockets,
                                        ctx.lookup);
+  // The default credentials that exist now, minus --allow-read: covered on
+  // both rungs (docs/hardening.md).
+  if (p.mode != Mode::full_access && ctx.lookup) {
+    auto hidden = credentials_to_hide(ctx.socket_env.home, p.hide_defaults, p.allow_read, ctx.lookup);
+    if (!hidden) return fail(hidden.error());
+    for (auto& h : *hidden)
+      if (std::find(p.hidden_paths.begin(), p.hidden_paths.end(), h) == p.hidden_paths.end())
+        p.hidden_paths.push_back(std::move(h));
+  }
   if (host_backend_option || ctx.host_backend_env || p.host_backend.empty())
     p.host_backend = detect_backend(host_backend_option ? host_backend_option : ctx.host_backend_env,
                                     ctx.lakebox_marker);

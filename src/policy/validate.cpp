@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "policy/protect.hpp"
+
 namespace nsrun {
 
 namespace {
@@ -194,6 +196,7 @@ Result<void> validate(const Policy& p, bool need_command) {
     if (auto r = absolute("hidden_sockets", s); !r) return r;
   for (const auto& s : p.allow_sockets)
     if (auto r = absolute("--allow-socket", s); !r) return r;
+  if (auto r = validate_protection(p); !r) return r;
 
   if (!p.chdir.empty())
     if (auto r = absolute("--chdir", p.chdir); !r) return r;
