@@ -16,6 +16,7 @@
 
 #include "landlock/kernel.hpp"
 #include "launch/ladder.hpp"
+#include "launch/protect_watch.hpp"
 #include "launch/report.hpp"
 #include "launch/userns.hpp"
 #include "mount/executor.hpp"
@@ -500,7 +501,9 @@ int run(const Policy& policy, const ErrorReporter& report_error) {
     return run_unconfined(*prepared);
   }
   // The ladder (launch/ladder.cpp) picks the rung and fills the report.
+  const ProtectWatch protect_watch = watch_protected(policy);
   LadderOutcome outcome = run_ladder(policy, *prepared, report);
+  report_protected(protect_watch, policy, report);
   return finish(outcome.exit_code, outcome.error, outcome.cause);
 }
 

@@ -54,6 +54,18 @@ json::Value to_json(const LaunchReport& r) {
   }
   out.set("phases", std::move(phases));
   out.set("launch_micros", total);
+  Value kept = Value::array();
+  for (const auto& pr : r.protected_paths) {
+    Value item = Value::object();
+    item.set("path", pr.path);
+    item.set("kept", pr.kept);
+    item.set("operation", pr.operation.empty() ? Value() : Value(pr.operation));
+    kept.push_back(std::move(item));
+  }
+  out.set("protected", std::move(kept));
+  Value hidden = Value::array();
+  for (const auto& h : r.hidden_credentials) hidden.push_back(h);
+  out.set("hidden_credentials", std::move(hidden));
   out.set("exit_code", r.exit_code);
   out.set("error", r.error ? Value(r.error->message()) : Value());
   return out;

@@ -340,7 +340,6 @@ void protect_paths(std::vector<MountStep>& out, const Policy& p) {
       MountStep s = step(Op::protect, join(root, rel));
       s.source = root;
       s.data = std::move(rel);
-      s.no_symlinks = true;
       out.push_back(std::move(s));
     }
   }
