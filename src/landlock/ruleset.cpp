@@ -136,10 +136,12 @@ std::expected<Ruleset, CannotExpress> make_ruleset(const Policy& p, int abi, con
     if (m.kind != MountOp::Kind::bind || !inside.empty()) return;
     for (const auto& h : p.hidden_paths) {
       const std::string_view plain = h.ends_with('/') ? std::string_view(h).substr(0, h.size() - 1) : h;
-      if (under(plain, m.dest))
+      if (under(plain, m.dest)) {
         inside = fmt::format("hidden credential {} inside the writable root {} (--allow-read it, or use the "
                              "namespace rung)",
                              plain, m.dest);
+        return;
+      }
     }
   });
   if (!inside.empty()) return std::unexpected(CannotExpress{std::move(inside)});
