@@ -154,7 +154,12 @@ Result<void> protect_path(int root, int host, const MountStep& s) {
   Fd top(sys::openat2(root, relative(s.source).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC, 0,
                       RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS));
   // A root that is not there (an optional bind) has nothing to protect.
-  if (!top) return errno == ENOENT ? Result<void>() : fail(sys_error("protect: open", s.source));
+  if (!top && errno == ENOENT) return {};
+  if (!top && errno == ELOOP)
+    return fail(Error{"protect", ELOOP, s.source,
+                      "a symlink in the path of the writable root (was it renamed or replaced while the sandbox "
+                      "was built?)"});
+  if (!top) return fail(sys_error("protect: open", s.source));
   struct Pinner : DirPinner {
     std::string_view path;
     Result<void> pin(int parent, const std::string& name, Fd& dir) override {
