@@ -171,8 +171,18 @@ Result<void> protect_path(int root, int host, const MountStep& s) {
   if (!walk) return fail(walk.error());
   switch (walk->decision.state) {
     case ProtectState::read_only: return read_only_on_itself(walk->at.get(), s.dest);
-    case ProtectState::covered:
-      return walk->link ? cover_link(host, walk->at.get(), s.dest) : read_only_on_itself(walk->at.get(), s.dest);
+    case ProtectState::covered: {
+      if (!walk->link) return read_only_on_itself(walk->at.get(), s.dest);
+      // What the host's tools reach through the link, when that stays
+      // inside this root (RESOLVE_BENEATH: an absolute or escaping link
+      // resolves to nothing here): kept read-only too, under its own name.
+      // The cover never depends on it.
+      Fd target(sys::openat2(top.get(), s.data.c_str(), O_PATH | O_CLOEXEC, 0,
+                             RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS));
+      if (auto r = cover_link(host, walk->at.get(), s.dest); !r) return r;
+      if (target) return read_only_on_itself(target.get(), s.dest + " (the link's target)");
+      return {};
+    }
     case ProtectState::sealed:
       return seal_directory(walk->at.get(), fmt::format("{}/{}", s.source, walk->decision.sealed_dir));
     case ProtectState::not_kept:

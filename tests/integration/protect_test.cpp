@@ -160,6 +160,15 @@ TEST_CASE("protected paths: a symlink at a protected path is covered, never foll
   CHECK(r.out == "");
   CHECK(read_file(outside / "target") == "outside\n");
   CHECK(read_link(ws / ".envrc") == outside / "target");
+
+  // A link that stays inside the root: its target is kept too, by its own name.
+  TempDir inner("protect-inner");
+  write_file(inner / "envrc.real", "fine\n");
+  REQUIRE(::symlink("envrc.real", (inner / ".envrc").c_str()) == 0);
+  RunResult in = nsrun({"--", "sh", "-c", "echo evil > envrc.real 2>/dev/null && echo wrote; true"}, at(inner));
+  INFO(in.err);
+  CHECK(in.out == "");
+  CHECK(read_file(inner / "envrc.real") == "fine\n");
 }
 
 TEST_CASE("protected paths: one direct mode does not keep is reported when created", "[protect]") {
