@@ -397,6 +397,12 @@ Result<Policy> from_json(const json::Value& doc, Policy base) {
   return base;
 }
 
+std::vector<std::string_view> policy_json_fields() {
+  std::vector<std::string_view> out;
+  for (const auto& [key, reader] : policy_readers()) out.push_back(key);
+  return out;
+}
+
 Result<Policy> load_policy_file(const std::string& path, Policy base) {
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd) return fail(usage_error("--policy", fmt::format("{}: {}", path, std::strerror(errno))));
