@@ -116,6 +116,14 @@ Result<Invocation> parse_native(std::span<const std::string> args, const CallerC
   if (p.mode != Mode::full_access && ctx.lookup) {
     auto hidden = credentials_to_hide(ctx.socket_env.home, p.hide_defaults, p.allow_read, ctx.lookup);
     if (!hidden) return fail(hidden.error());
+    // A policy file's own list loses what --allow-read names too.
+    std::erase_if(p.hidden_paths, [&](const std::string& h) {
+      const std::string plain = h.size() > 1 && h.ends_with('/') ? h.substr(0, h.size() - 1) : h;
+      return std::any_of(p.allow_read.begin(), p.allow_read.end(), [&](const std::string& a) {
+        auto found = ctx.lookup(a);
+        return a == plain || (found && found->real == plain);
+      });
+    });
     for (auto& h : *hidden)
       if (std::find(p.hidden_paths.begin(), p.hidden_paths.end(), h) == p.hidden_paths.end())
         p.hidden_paths.push_back(std::move(h));

@@ -295,4 +295,9 @@ TEST_CASE("hidden credentials: unreadable by name, through a symlink and /proc/s
         std::string::npos);
   RunResult inside = nsrun({"--allow-read", home / ".ssh/id_ed25519", "--", "true"}, opts);
   CHECK(inside.exit_code == 125);
+  // A policy file's list loses what --allow-read names.
+  write_file(ws / "p.json", "{\"hide_defaults\": false, \"hidden_paths\": [\"" + home / ".npmrc" + "\"]}");
+  CHECK(nsrun({"--policy", ws / "p.json", "--", "cat", home / ".npmrc"}, opts).exit_code != 0);
+  CHECK(nsrun({"--policy", ws / "p.json", "--allow-read", home / ".npmrc", "--", "cat", home / ".npmrc"}, opts).out ==
+        "//registry/:_authToken=SECRET\n");
 }
