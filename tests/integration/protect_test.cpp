@@ -224,17 +224,25 @@ TEST_CASE("protected paths: options, and the Landlock rung refuses what it canno
   CHECK(unprotected.exit_code == 0);
 }
 
-TEST_CASE("protected paths: nsrun killed at any moment leaves nothing in the workspace", "[protect]") {
+TEST_CASE("protected paths: nsrun or PID 1 killed at any moment leaves nothing in the workspace", "[protect]") {
   require_userns();
   TempDir ws("protect-kill");
   make_dir(ws / ".git");
   make_dir(ws / ".git/info");
   const auto before = tree(ws.path());
-  for (int i = 0; i < 40; ++i) {
+  for (int i = 0; i < 200; ++i) {
     Process p({nsrun_path(), "--", "sh", "-c", "echo ready; exec sleep 60"}, at(ws));
-    // Half before the sandbox is up, half once the command runs.
-    if (i % 2 == 1) p.wait_for_line("ready");
-    p.signal(SIGKILL);
+    // A third while the sandbox is built, a third once the command runs,
+    // a third by SIGKILL of PID 1 (nsrun's child) instead of nsrun.
+    if (i % 3 == 0) {
+      p.signal(SIGKILL);
+    } else {
+      p.wait_for_line("ready");
+      const std::string children =
+          read_file("/proc/" + std::to_string(p.pid()) + "/task/" + std::to_string(p.pid()) + "/children");
+      const pid_t pid1 = i % 3 == 2 && !children.empty() ? std::stoi(children) : p.pid();
+      ::kill(pid1, SIGKILL);
+    }
     p.wait();
   }
   CHECK(tree(ws.path()) == before);
