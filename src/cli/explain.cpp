@@ -14,6 +14,7 @@
 #include "launch/landlock_rung.hpp"
 #include "launch/launch.hpp"
 #include "policy/env.hpp"
+#include "policy/protect.hpp"
 #include "sys/fd.hpp"
 
 namespace nsrun {
@@ -61,6 +62,57 @@ std::string hard_link_warnings(const Policy& policy) {
     if (found > most)
       out += fmt::format("warning: --hide {}: {} more files with several links\n", printable(m.dest),
                          found - most);
+  }
+  return out;
+}
+
+std::string_view reason_of(std::span<const DefaultPath> set, std::string_view path) {
+  for (const auto& d : set)
+    if (d.path == path) return d.why;
+  return "--protect";
+}
+
+// Issue 14 and 17: each protected path, how the namespace rung keeps it and
+// why it is protected; each hidden credential and why.
+std::string protection_lines(const Policy& policy) {
+  std::string out;
+  const auto states = scan_protected(policy);
+  if (!states.empty()) out += "protected paths (namespace rung; now):\n";
+  bool not_kept = false, present = false;
+  for (const auto& st : states) {
+    std::string how;
+    switch (st.decision.state) {
+      case ProtectState::read_only: how = "read-only (bound on itself; cannot be written, removed or replaced)"; break;
+      case ProtectState::covered: how = "covered (a symlink or a non-directory on the way: not followed, sealed)"; break;
+      case ProtectState::sealed:
+        how = fmt::format("missing, uncreatable ({} is sealed: its entries are the real ones, no new name in it)",
+                          st.decision.sealed_dir);
+        break;
+      case ProtectState::not_kept:
+        how = "missing, NOT KEPT: direct mode cannot stop its creation without a placeholder on the host";
+        break;
+      case ProtectState::unreachable: how = "unreachable (the root cannot be opened without a symlink)"; break;
+    }
+    not_kept = not_kept || st.decision.state == ProtectState::not_kept;
+    present = present || st.decision.state == ProtectState::read_only || st.decision.state == ProtectState::covered ||
+              st.decision.state == ProtectState::sealed;
+    out += fmt::format("  {}/{}: {}; {}\n", printable(st.root), printable(st.path), how,
+                       reason_of(default_protected(), st.path));
+  }
+  if (not_kept)
+    out += "  a path NOT KEPT that the command creates is reported after the run (stderr, report \"protected\"); "
+           "the copy-on-write workspace keeps it\n";
+  if (present)
+    out += "  landlock rung: refuses (landlock-cannot-express) while a protected path exists or is sealed\n";
+  if (policy.hidden_paths.empty()) {
+    out += policy.hide_defaults ? "hidden credentials: none of the default ones exists\n"
+                                : "hidden credentials: none (--hide-defaults none)\n";
+  } else {
+    out += "hidden credentials (reads fail; both rungs):\n";
+    for (const auto& h : policy.hidden_paths) out += fmt::format("  {}\n", printable(h));
+    out += "  (the default set, with reasons:";
+    for (const auto& d : default_credentials()) out += fmt::format(" ~/{}: {};", d.path, d.why);
+    out += ")\n";
   }
   return out;
 }
@@ -172,6 +224,7 @@ Result<std::string> explain(const Policy& policy) {
   out += fmt::format("refused calls: {}\n", prepared->seccomp_notify.empty()
                                                  ? "refused by the filter, not observed (no --report or --verdict)"
                                                  : "sent to nsrun, recorded and refused (SECCOMP_RET_USER_NOTIF)");
+  out += protection_lines(policy);
   std::string names;
   for (const auto& e : prepared->env) names += fmt::format(" {}", e.substr(0, e.find('=')));
   out += fmt::format("environment:{}\n", names.empty() ? " (empty)" : names);

@@ -111,6 +111,23 @@ Result<Invocation> parse_native(std::span<const std::string> args, const CallerC
   if (p.mode != Mode::full_access && ctx.lookup)
     p.hidden_sockets = sockets_to_hide(well_known_sockets(ctx.socket_env), p.hidden_sockets, p.allow_sockets,
                                        ctx.lookup);
+  // The default credentials that exist now, minus --allow-read: covered on
+  // both rungs (docs/hardening.md).
+  if (p.mode != Mode::full_access && ctx.lookup) {
+    auto hidden = credentials_to_hide(ctx.socket_env.home, p.hide_defaults, p.allow_read, ctx.lookup);
+    if (!hidden) return fail(hidden.error());
+    // A policy file's own list loses what --allow-read names too.
+    std::erase_if(p.hidden_paths, [&](const std::string& h) {
+      const std::string plain = h.size() > 1 && h.ends_with('/') ? h.substr(0, h.size() - 1) : h;
+      return std::any_of(p.allow_read.begin(), p.allow_read.end(), [&](const std::string& a) {
+        auto found = ctx.lookup(a);
+        return a == plain || (found && found->real == plain);
+      });
+    });
+    for (auto& h : *hidden)
+      if (std::find(p.hidden_paths.begin(), p.hidden_paths.end(), h) == p.hidden_paths.end())
+        p.hidden_paths.push_back(std::move(h));
+  }
   if (state.host_backend || ctx.host_backend_env || p.host_backend.empty())
     p.host_backend = detect_backend(state.host_backend ? state.host_backend : ctx.host_backend_env,
                                     ctx.lakebox_marker);

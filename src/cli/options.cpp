@@ -57,6 +57,16 @@ OptionSetter set_value(T Policy::*member, T value) {
   };
 }
 
+// --protect-defaults, --hide-defaults: `default` keeps a default set, `none` drops it.
+OptionSetter default_set(bool Policy::*member) {
+  return [member](OptionCall& c) -> Result<void> {
+    if (c.values[0] != "default" && c.values[0] != "none")
+      return fail(usage_error(c.name, fmt::format("unknown value '{}' (expected default or none)", c.values[0])));
+    c.policy.*member = c.values[0] == "default";
+    return {};
+  };
+}
+
 // --ro DIR binds DIR read-only over itself.
 OptionSetter add_mount(MountOp::Kind kind) {
   return [kind](OptionCall& c) -> Result<void> {
@@ -321,6 +331,17 @@ std::span<const OptionSpec> option_table() {
        .set = set_enum(&Policy::unix_sockets, parse_unix_sockets, "hide-known or none")},
       {.native = {"--allow-socket", "PATH", "do not hide this well-known host socket (repeatable)"},
        .json = "allow_sockets", .arity = 1, .set = append_string(&Policy::allow_sockets)},
+      // Protected paths and hidden credentials (src/policy/protect.hpp).
+      {.native = {"--protect", "PATH", "keep PATH (relative to each writable root) read-only and uncreatable (repeatable)"},
+       .json = "protect", .arity = 1, .set = append_string(&Policy::protect)},
+      {.native = {"--unprotect", "PATH", "drop PATH from the protected set (repeatable)"},
+       .json = "unprotect", .arity = 1, .set = append_string(&Policy::unprotect)},
+      {.native = {"--protect-defaults", "SET", "default (.git/hooks, .git/config, .envrc, .vscode, ...) or none"},
+       .arity = 1, .set = default_set(&Policy::protect_defaults)},
+      {.native = {"--hide-defaults", "SET", "default (~/.ssh, ~/.aws, ~/.npmrc and other credentials hidden) or none"},
+       .arity = 1, .set = default_set(&Policy::hide_defaults)},
+      {.native = {"--allow-read", "PATH", "do not hide this default credential path (repeatable)"},
+       .json = "allow_read", .arity = 1, .set = append_string(&Policy::allow_read)},
       {.native = {"--allow-nested-userns", "", "let the command make user namespaces of its own"},
        .json = "allow_nested_userns", .set = set_value(&Policy::allow_nested_userns, true)},
       {.native = {"--share-ipc", "", "keep the host's IPC namespace"}, .set = share_namespace(&Namespaces::ipc)},

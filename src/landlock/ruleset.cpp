@@ -112,8 +112,44 @@ std::string cannot_express(const Policy& p) {
   return {};
 }
 
+std::vector<std::string> hidden_ancestors(const std::vector<std::string>& hidden) {
+  std::vector<std::string> out;
+  for (const auto& h : hidden) {
+    std::string_view plain = h;
+    while (plain.size() > 1 && plain.back() == '/') plain.remove_suffix(1);
+    for (std::size_t slash = 0; slash != std::string_view::npos && slash < plain.size();
+         slash = plain.find('/', slash + 1)) {
+      const std::string dir = slash == 0 ? "/" : std::string(plain.substr(0, slash));
+      if (std::find(out.begin(), out.end(), dir) == out.end()) out.push_back(dir);
+    }
+  }
+  return out;
+}
+
 std::expected<Ruleset, CannotExpress> make_ruleset(const Policy& p, int abi, const Inputs& in) {
   if (std::string item = cannot_express(p); !item.empty()) return std::unexpected(CannotExpress{std::move(item)});
+  // Landlock cannot take a right back below a writable root: a protected
+  // path there that exists stays writable, and a missing one creatable.
+  if (!in.protected_present.empty())
+    return std::unexpected(CannotExpress{fmt::format(
+        "protected path {} (Landlock cannot keep a path inside a writable root read-only; --unprotect it or use "
+        "the namespace rung)",
+        in.protected_present.front())});
+  // A writable root at or above a hidden credential grants reading it.
+  std::string inside;
+  for_each_mount(p, [&](const MountOp& m) {
+    if (m.kind != MountOp::Kind::bind || !inside.empty()) return;
+    for (const auto& h : p.hidden_paths) {
+      const std::string_view plain = h.ends_with('/') ? std::string_view(h).substr(0, h.size() - 1) : h;
+      if (under(plain, m.dest)) {
+        inside = fmt::format("hidden credential {} inside the writable root {} (--allow-read it, or use the "
+                             "namespace rung)",
+                             plain, m.dest);
+        return;
+      }
+    }
+  });
+  if (!inside.empty()) return std::unexpected(CannotExpress{std::move(inside)});
 
   Ruleset r;
   r.abi = abi;
@@ -121,7 +157,34 @@ std::expected<Ruleset, CannotExpress> make_ruleset(const Policy& p, int abi, con
   const uint64_t all = r.handled_fs;
   const uint64_t device = (fs::read_file | fs::write_file | fs::truncate | fs::ioctl_dev) & all;
 
-  r.rules.push_back({"/", fs::read_file | fs::read_dir | fs::execute, false, "read and execute everywhere"});
+  const uint64_t reading = fs::read_file | fs::read_dir | fs::execute;
+  if (p.hidden_paths.empty()) {
+    r.rules.push_back({"/", reading, false, "read and execute everywhere"});
+  } else {
+    // Rights only add up along a path, so a hidden path is kept unreadable
+    // by granting reading on everything beside it instead of on "/": the
+    // directories above it may only be listed (which the hidden directory
+    // inherits: its names show, its contents do not), every other entry of
+    // theirs is readable. An entry made in one of them later is not.
+    const std::vector<std::string> above = hidden_ancestors(p.hidden_paths);
+    auto hidden_or_above = [&](const std::string& path) {
+      if (std::find(above.begin(), above.end(), path) != above.end()) return true;
+      return std::any_of(p.hidden_paths.begin(), p.hidden_paths.end(), [&](const std::string& h) {
+        const std::string_view plain = h.ends_with('/') ? std::string_view(h).substr(0, h.size() - 1) : h;
+        return plain == path;
+      });
+    };
+    for (const auto& dir : above) {
+      auto listed = in.listings.find(dir);
+      if (listed == in.listings.end())
+        return std::unexpected(CannotExpress{fmt::format("hidden credentials below {} (it cannot be listed)", dir)});
+      r.rules.push_back({dir, fs::read_dir, false, "list only: a hidden credential is below"});
+      for (const auto& entry : listed->second) {
+        const std::string path = dir == "/" ? "/" + entry : dir + "/" + entry;
+        if (!hidden_or_above(path)) r.rules.push_back({path, reading, true, "read and execute"});
+      }
+    }
+  }
   std::vector<std::string> devices(std::begin(writable_devices), std::end(writable_devices));
   for (const auto& t : in.terminals)
     if (std::find(devices.begin(), devices.end(), t) == devices.end()) devices.push_back(t);

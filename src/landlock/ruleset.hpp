@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <expected>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,7 +48,19 @@ struct Ruleset {
 struct Inputs {
   std::vector<std::string> terminals;  // ttyname() of fds 0-2 that are terminals
   std::string tmpdir;                  // the private temporary directory
+  // Policy::hidden_paths (credentials): each directory above one, with the
+  // names in it (hidden_listings() on the host leaves out symlinks that
+  // lead to or above a hidden path). A directory missing here cannot be
+  // listed, and the rung cannot keep the credentials hidden.
+  std::map<std::string, std::vector<std::string>> listings;
+  // Protected paths (policy/protect.hpp) that only mounts can keep: those
+  // that exist in a writable root, or that the namespace rung seals.
+  std::vector<std::string> protected_present;
 };
+
+// The directories above each of `hidden` (canonical; a directory ends in
+// '/'), from "/" down, without duplicates.
+std::vector<std::string> hidden_ancestors(const std::vector<std::string>& hidden);
 
 // The first item of the Policy the Landlock rung cannot keep exactly ("tmpfs
 // /srv", "--proc none", "uid 0", ...); empty when it can keep all of it.

@@ -13,6 +13,8 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
+#include <map>
+#include <memory>
 
 #include <fmt/format.h>
 
@@ -21,6 +23,7 @@
 #include "ns/outcome.hpp"
 #include "ns/credentials.hpp"
 #include "ns/reaper.hpp"
+#include "policy/protect.hpp"
 #include "seccomp/filter.hpp"
 #include "sys/fd.hpp"
 
@@ -276,6 +279,60 @@ std::vector<std::string> terminals() {
   return out;
 }
 
+namespace {
+
+// The entries of each directory above a hidden credential (Inputs::listings).
+// A symlink among them that leads to a hidden path, below one, or above
+// one would carry the reading right there: it is left out (unreadable).
+std::map<std::string, std::vector<std::string>> hidden_listings(const std::vector<std::string>& hidden) {
+  std::map<std::string, std::vector<std::string>> out;
+  auto reaches_hidden = [&](const std::string& real) {
+    for (const auto& h : hidden) {
+      const std::string_view plain = h.ends_with('/') ? std::string_view(h).substr(0, h.size() - 1) : h;
+      const auto inside = [](std::string_view a, std::string_view b) {  // a at or below b
+        return b == "/" || a == b || (a.starts_with(b) && a.size() > b.size() && a[b.size()] == '/');
+      };
+      if (inside(real, plain) || inside(plain, real)) return true;
+    }
+    return false;
+  };
+  for (const auto& dir : hidden_ancestors(hidden)) {
+    Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!fd) continue;
+    std::unique_ptr<DIR, int (*)(DIR*)> d(::fdopendir(fd.get()), ::closedir);
+    if (!d) continue;
+    (void)fd.release();
+    std::vector<std::string> names;
+    while (dirent* e = ::readdir(d.get())) {
+      const std::string name = e->d_name;
+      if (name == "." || name == "..") continue;
+      struct stat st{};
+      if (::fstatat(::dirfd(d.get()), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+      if (S_ISLNK(st.st_mode)) {
+        char real[PATH_MAX];
+        const std::string path = dir == "/" ? "/" + name : dir + "/" + name;
+        if (::realpath(path.c_str(), real) == nullptr || reaches_hidden(real)) continue;
+      }
+      names.push_back(name);
+    }
+    out.emplace(dir, std::move(names));
+  }
+  return out;
+}
+
+// The protected paths the namespace rung keeps with mounts, which this
+// rung cannot: their presence makes it refuse (landlock-cannot-express).
+std::vector<std::string> protected_present(const Policy& policy) {
+  std::vector<std::string> out;
+  for (const auto& st : scan_protected(policy))
+    if (st.decision.state == ProtectState::read_only || st.decision.state == ProtectState::covered ||
+        st.decision.state == ProtectState::sealed)
+      out.push_back(fmt::format("{}/{}", st.root, st.path));
+  return out;
+}
+
+}  // namespace
+
 Readiness assess(const Policy& policy) {
   Readiness r;
   auto abi = kernel_abi();
@@ -285,7 +342,9 @@ Readiness assess(const Policy& policy) {
     return r;
   }
   r.abi = *abi;
-  auto ruleset = make_ruleset(policy, *abi, Inputs{terminals(), {}});
+  Inputs inputs{terminals(), {}, {}, protected_present(policy)};
+  if (!policy.hidden_paths.empty()) inputs.listings = hidden_listings(policy.hidden_paths);
+  auto ruleset = make_ruleset(policy, *abi, inputs);
   if (!ruleset) {
     r.reason = "landlock-cannot-express";
     r.detail = ruleset.error().item;

@@ -16,6 +16,7 @@
 
 #include "landlock/kernel.hpp"
 #include "launch/ladder.hpp"
+#include "launch/protect_watch.hpp"
 #include "launch/report.hpp"
 #include "launch/userns.hpp"
 #include "mount/executor.hpp"
@@ -802,10 +803,12 @@ int run(const Policy& policy, const ErrorReporter& report_error, SetupDeath setu
     prepared->egress->log_fd = network_log.get();
   }
   // The ladder (launch/ladder.cpp) picks the rung and fills the report.
+  const ProtectWatch protect_watch = watch_protected(policy);
   LadderOutcome outcome = run_ladder(policy, *prepared, report);
   report.seccomp_filter = !prepared->seccomp.empty();
   if (policy.verdict)
     if (const std::string line = verdict_line(report.verdict); !line.empty()) fmt::print(stderr, "{}\n", line);
+  report_protected(protect_watch, policy, report);
   if (prepared->egress) report.network = std::move(prepared->egress_decisions);
   return finish(outcome.exit_code, outcome.error, outcome.cause);
 }

@@ -72,6 +72,14 @@ void add_verdict(json::Value& out, const LaunchReport& r) {
   }
 }
 
+// A JSON array with `item(x)` for each element.
+template <class T, class F>
+json::Value array_of(const std::vector<T>& items, F&& item) {
+  json::Value out = json::Value::array();
+  for (const auto& x : items) out.push_back(item(x));
+  return out;
+}
+
 }  // namespace
 
 json::Value to_json(const LaunchReport& r) {
@@ -92,16 +100,14 @@ json::Value to_json(const LaunchReport& r) {
   for (const auto& d : r.landlock_refused) refused.push_back(d);
   landlock.set("refused", std::move(refused));
   out.set("landlock", std::move(landlock));
-  Value rungs = Value::array();
-  for (const auto& rung : r.rungs) {
+  out.set("rungs", array_of(r.rungs, [](const RungReport& rung) {
     Value item = Value::object();
     item.set("name", rung.name);
     item.set("used", rung.used);
     item.set("reason", rung.reason.empty() ? Value() : Value(rung.reason));
     if (!rung.detail.empty()) item.set("detail", rung.detail);
-    rungs.push_back(std::move(item));
-  }
-  out.set("rungs", std::move(rungs));
+    return item;
+  }));
   Value phases = Value::array();
   uint64_t total = 0;
   for (const auto& p : r.phases) {
@@ -113,6 +119,14 @@ json::Value to_json(const LaunchReport& r) {
   }
   out.set("phases", std::move(phases));
   out.set("launch_micros", total);
+  out.set("protected", array_of(r.protected_paths, [](const ProtectedReport& pr) {
+    Value item = Value::object();
+    item.set("path", pr.path);
+    item.set("kept", pr.kept);
+    item.set("operation", pr.operation.empty() ? Value() : Value(pr.operation));
+    return item;
+  }));
+  out.set("hidden_credentials", array_of(r.hidden_credentials, [](const std::string& h) { return Value(h); }));
   out.set("exit_code", r.exit_code);
   out.set("error", r.error ? Value(r.error->message()) : Value());
   add_verdict(out, r);

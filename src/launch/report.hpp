@@ -28,6 +28,16 @@ struct RungReport {
   std::string detail;    // the error message behind the reason, if any
 };
 
+// A protected path (issue 14): how the rung kept it, and what nsrun saw
+// happen to it. Refusals (EROFS, EBUSY) are the kernel's answers to the
+// command and are not seen by nsrun; a missing path that direct mode does
+// not keep and that exists after the run is ("created").
+struct ProtectedReport {
+  std::string path;
+  std::string kept;       // read-only, covered, sealed, not-kept, unreachable
+  std::string operation;  // "" or "created"
+};
+
 struct LaunchReport {
   std::string rung;                    // the rung that ran the command, "unconfined", or "none"
   Mode mode = Mode::workspace_write;
@@ -40,6 +50,8 @@ struct LaunchReport {
   std::vector<std::string> landlock_refused;  // refused everywhere, writable roots too ("file-metadata", ...)
   std::vector<RungReport> rungs;
   std::vector<PhaseTime> phases;
+  std::vector<ProtectedReport> protected_paths;  // "protected"
+  std::vector<std::string> hidden_credentials;   // "hidden_credentials": Policy::hidden_paths
   int exit_code = 125;
   std::optional<Error> error;
   // Issue 15: how the command ended, what it used, each limit's

@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "mount/protect.hpp"
 #include "sys/fd.hpp"
 #include "sys/syscalls.hpp"
 
@@ -291,6 +292,9 @@ class RootBuilder {
       case Op::write_file: return write_file(s);
       case Op::chmod: return chmod_path(s.dest, s.mode);
       case Op::overlay: return overlay(s);
+      case Op::protect:
+        fresh_dirs_.clear();
+        return protect_path(root_.get(), host_.get(), s);
     }
     return {};
   }

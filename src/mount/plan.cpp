@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "policy/presets.hpp"
+#include "policy/protect.hpp"
 #include "probe/backend.hpp"
 #include "sys/flags.hpp"
 
@@ -287,10 +288,14 @@ bool at_or_under(std::string_view path, std::string_view dir) {
 // A socket gets /dev/null bound over it, with nodev: connect() on an inode
 // that is not a socket is ECONNREFUSED and open() is EACCES, and no file is
 // made for it (no staging area). A directory gets an empty read-only tmpfs.
-void hide_sockets(std::vector<MountStep>& out, const Policy& p) {
-  if (p.hidden_sockets.empty()) return;
+// Policy::hidden_paths (the credentials, issue 17) get the same covers and
+// for the same reasons: read through any name (a symlink to it,
+// /proc/self/root/...), the path reaches the cover; nothing is made on the
+// host, and a path that is gone is skipped.
+void cover_hidden(std::vector<MountStep>& out, const Policy& p, const std::vector<std::string>& hidden) {
+  if (hidden.empty()) return;
   std::vector<std::string> paths;
-  for (const auto& s : p.hidden_sockets) {
+  for (const auto& s : hidden) {
     std::string path = s;
     while (path.size() > 1 && path.back() == '/') path.pop_back();
     paths.push_back(std::move(path));
@@ -315,11 +320,28 @@ void hide_sockets(std::vector<MountStep>& out, const Policy& p) {
   const uint64_t sealed = attr::rdonly | attr::nosuid | attr::nodev | attr::noexec;
   for (std::size_t i = 0; i < paths.size(); ++i) {
     if (!shown[i]) continue;
-    MountStep s = p.hidden_sockets[i].ends_with('/') ? tmpfs(paths[i], 0755, sealed, 4096)
+    MountStep s = hidden[i].ends_with('/') ? tmpfs(paths[i], 0755, sealed, 4096)
                                                       : bind("/dev/null", paths[i], sealed);
     s.dest_is_file = s.op == Op::bind;
     s.cover = true;
     out.push_back(std::move(s));
+  }
+}
+
+// The protected paths of each writable root (policy/protect.hpp), after
+// every other mount, so no later bind brings a writable copy back over
+// them. What each one gets is decided when the root is built, from what is
+// there then (the executor's walk_protected()).
+void protect_paths(std::vector<MountStep>& out, const Policy& p) {
+  const std::vector<std::string> set = protected_paths(p);
+  if (set.empty()) return;
+  for (const auto& root : writable_roots(p)) {
+    for (auto& rel : protected_in_root(root, set)) {
+      MountStep s = step(Op::protect, join(root, rel));
+      s.source = root;
+      s.data = std::move(rel);
+      out.push_back(std::move(s));
+    }
   }
 }
 
@@ -388,7 +410,9 @@ Result<LaunchPlan> make_plan(const Policy& p, const HostFacts& host) {
   for_each_mount(p, [&](const MountOp& m) {
     expand(plan.mounts, m, plan.proc, "/tmp", user_ns, p.follow_symlinks);
   });
-  hide_sockets(plan.mounts, p);
+  cover_hidden(plan.mounts, p, p.hidden_sockets);
+  cover_hidden(plan.mounts, p, p.hidden_paths);
+  protect_paths(plan.mounts, p);
   mark_host_views(plan.mounts);
   collapse_duplicates(plan.mounts);
 
@@ -425,6 +449,9 @@ std::string describe(const MountStep& s) {
       return with_attrs(fmt::format("{} {} ({} bytes) mode={:04o}", s.source.empty() ? "file" : "bind-data",
                                     s.dest, s.data.size(), s.mode));
     case Op::chmod: return fmt::format("chmod {} {:04o}", s.dest, s.mode);
+    case Op::protect:
+      return fmt::format("protect {} (read-only if present; symlink covered; if missing: uncreatable below {})",
+                         s.dest, s.source);
     case Op::overlay: {
       std::string upper = s.private_upper ? " upper=(private tmpfs)"
                           : s.source.empty() ? std::string()

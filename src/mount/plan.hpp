@@ -28,6 +28,8 @@ struct MountStep {
     write_file,  // create file `dest` holding `data`
     chmod,       // chmod `dest` to `mode`
     overlay,     // overlayfs on `dest`: `layers` (uppermost first), upper `source`, `workdir`
+    protect,     // keep `data` (a protected path relative to the writable root `source`) read-only and
+                 // uncreatable, as policy/protect.hpp decides (walk_protected)
   };
   Op op = Op::bind;
   std::string source;              // host path, or for `source_in_root` a path in the new root

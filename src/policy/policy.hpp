@@ -131,6 +131,18 @@ struct Policy {
   // ending in '/' is a directory, covered whole.
   std::vector<std::string> hidden_sockets;
   std::vector<std::string> allow_sockets;  // --allow-socket PATH
+  // Protected paths inside every writable root (issue 14; the set, its
+  // reasons and the matching rule are in src/policy/protect.hpp).
+  bool protect_defaults = true;          // --protect-defaults none: drop the default set
+  std::vector<std::string> protect;      // --protect PATH: relative to each writable root, or absolute inside one
+  std::vector<std::string> unprotect;    // --unprotect PATH: drop an entry (as written in the set)
+  // Credentials hidden by default (issue 17; src/policy/protect.hpp).
+  bool hide_defaults = true;             // --hide-defaults none: drop the default set
+  std::vector<std::string> allow_read;   // --allow-read PATH: do not hide this one
+  // Resolved by the front end from the host and $HOME, like hidden_sockets:
+  // canonical paths of those that exist, minus allow_read; a directory ends
+  // in '/'.
+  std::vector<std::string> hidden_paths;
   bool allow_nested_userns = false;
   std::vector<int> seccomp_fds;        // extra compiled BPF programs (bwrap --seccomp)
   std::vector<std::string> cap_add;    // capabilities kept inside (bwrap --cap-add)

@@ -326,6 +326,12 @@ const Readers<Policy>& policy_readers() {
       {"unix_sockets", enum_into(&Policy::unix_sockets, parse_unix_sockets)},
       {"hidden_sockets", strings_into(&Policy::hidden_sockets)},
       {"allow_sockets", strings_into(&Policy::allow_sockets)},
+      {"protect_defaults", bool_into(&Policy::protect_defaults)},
+      {"protect", strings_into(&Policy::protect)},
+      {"unprotect", strings_into(&Policy::unprotect)},
+      {"hide_defaults", bool_into(&Policy::hide_defaults)},
+      {"allow_read", strings_into(&Policy::allow_read)},
+      {"hidden_paths", strings_into(&Policy::hidden_paths)},
       {"cap_add", strings_into(&Policy::cap_add)},
       {"clearenv", bool_into(&Policy::clearenv)},
       {"env", list_into<EnvOp>(&Policy::env, env_from_json)},
@@ -395,6 +401,12 @@ json::Value to_json(const Policy& p) {
   out.set("unix_sockets", name(p.unix_sockets));
   out.set("hidden_sockets", strings(p.hidden_sockets));
   out.set("allow_sockets", strings(p.allow_sockets));
+  out.set("protect_defaults", p.protect_defaults);
+  out.set("protect", strings(p.protect));
+  out.set("unprotect", strings(p.unprotect));
+  out.set("hide_defaults", p.hide_defaults);
+  out.set("allow_read", strings(p.allow_read));
+  out.set("hidden_paths", strings(p.hidden_paths));
   out.set("cap_add", strings(p.cap_add));
   out.set("clearenv", p.clearenv);
   Value env = Value::array();

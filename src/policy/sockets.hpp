@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "sys/error.hpp"
+
 namespace nsrun {
 
 struct SocketEnv {
@@ -55,5 +57,16 @@ std::optional<FoundPath> lookup_host_path(const std::string& path);
 std::vector<std::string> sockets_to_hide(const std::vector<KnownSocket>& candidates,
                                          const std::vector<std::string>& already,
                                          const std::vector<std::string>& allowed, const PathLookup& lookup);
+
+// The default credentials (policy/protect.hpp) to hide, as
+// Policy::hidden_paths holds them: those under `home` (unless `defaults`
+// is off) that exist, canonical (a symlinked ~/.aws is hidden where it
+// leads), a directory with a trailing '/'; minus every path in `allowed`
+// and what is below one, compared canonically. An allowed path strictly
+// inside a hidden directory is refused: the cover is the whole directory
+// (allow the directory itself).
+Result<std::vector<std::string>> credentials_to_hide(const std::string& home, bool defaults,
+                                                     const std::vector<std::string>& allowed,
+                                                     const PathLookup& lookup);
 
 }  // namespace nsrun

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "policy/protect.hpp"
 #include "policy/hosts.hpp"
 
 namespace nsrun {
@@ -234,6 +235,7 @@ Result<void> validate(const Policy& p, bool need_command, std::span<const std::s
     if (auto r = absolute("hidden_sockets", s); !r) return r;
   for (const auto& s : p.allow_sockets)
     if (auto r = absolute("--allow-socket", s); !r) return r;
+  if (auto r = validate_protection(p); !r) return r;
 
   if (!p.chdir.empty())
     if (auto r = absolute("--chdir", p.chdir); !r) return r;

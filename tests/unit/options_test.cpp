@@ -132,6 +132,7 @@ TEST_CASE("options: an option's JSON field reads back to the same Policy", "[opt
       {"--report", {"/tmp/report.json"}}, {"--report-fd", {"7"}},         {"--network", {"none"}},
       {"--seccomp", {"log"}},            {"--unix-sockets", {"none"}},    {"--allow-socket", {"/run/x.sock"}},
       {"--pass-fd", {"5"}},
+      {"--protect", {"x/y"}},            {"--unprotect", {".envrc"}},     {"--allow-read", {"/h/.npmrc"}},
   };
   const auto fields = policy_json_fields();
   auto base = parse_native(std::vector<std::string>{"--", "true"}, context());

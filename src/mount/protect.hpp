@@ -1,0 +1,17 @@
+// The namespace rung's half of the protected paths (issue 14): one
+// MountStep::Op::protect, run in the new root once every other mount is in
+// place. What to do is policy/protect.hpp's walk_protected(); this file
+// only mounts. docs/hardening.md, "Protected paths", says why these mounts.
+#pragma once
+
+#include "mount/plan.hpp"
+#include "sys/error.hpp"
+
+namespace nsrun {
+
+// `root` is the new root (an fd of its top), `host` the host's root (for
+// /dev/null). Nothing is made on the host: every mount is in this mount
+// namespace, every mount point is an existing name or in a private tmpfs.
+Result<void> protect_path(int root, int host, const MountStep& step);
+
+}  // namespace nsrun

@@ -1,0 +1,282 @@
+#include "policy/protect.hpp"
+
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <array>
+
+#include <fmt/format.h>
+
+#include "policy/sockets.hpp"
+#include "sys/fd.hpp"
+#include "sys/syscalls.hpp"
+
+namespace nsrun {
+
+namespace {
+
+// Each entry runs code (or changes what runs) the next time the user, not
+// the sandbox, works in the directory.
+constexpr std::array<DefaultPath, 9> protected_defaults{{
+    {".git/hooks", "git runs these scripts on commit, checkout, merge, push"},
+    {".git/config", "core.hooksPath, core.fsmonitor, core.sshCommand, filter and alias definitions run commands"},
+    {".git/info/attributes", "selects filter and diff drivers for paths, beside .gitattributes' own"},
+    {".envrc", "direnv runs it on entering the directory (once allowed, an edit needs a new allow)"},
+    {".vscode", "tasks, launch configurations and settings VS Code runs or obeys when the folder opens"},
+    {".idea", "run configurations and tool settings JetBrains IDEs obey when the project opens"},
+    {".codex", "Codex's project configuration (commands and sandbox settings it applies)"},
+    {".agents", "agent instructions and skills an agent loads and follows"},
+    {".claude", "Claude Code's project settings (hooks that run commands, permissions)"},
+}};
+// Not protected: .gitmodules. It names submodule URLs and paths, not
+// commands: git refuses the command-running settings (update=!cmd) from it
+// since CVE-2019-19604, and `git submodule` only runs what .git/config says.
+// It is a tracked file the command has every reason to edit.
+
+constexpr std::array<DefaultPath, 9> credential_defaults{{
+    {".npmrc", "npm registry tokens (_authToken)"},
+    {".ssh", "ssh private keys, and hosts they open"},
+    {".aws", "AWS access keys and SSO tokens"},
+    {".config/gcloud", "Google Cloud credentials and access tokens"},
+    {".kube", "Kubernetes cluster credentials (kubeconfig)"},
+    {".docker/config.json", "container registry logins"},
+    {".netrc", "passwords for FTP, HTTP (curl, git) hosts"},
+    {".git-credentials", "git's stored HTTPS passwords and tokens"},
+    {".gnupg", "GnuPG private keys (the agent's socket is hidden with the sockets)"},
+}};
+
+bool below(std::string_view path, std::string_view dir) {
+  return path.size() > dir.size() && path.starts_with(dir) && path[dir.size()] == '/';
+}
+
+std::string without_slash(std::string p) {
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  return p;
+}
+
+}  // namespace
+
+std::span<const DefaultPath> default_protected() { return protected_defaults; }
+std::span<const DefaultPath> default_credentials() { return credential_defaults; }
+
+std::optional<std::string> normal_relative(std::string_view path) {
+  if (path.empty() || path.front() == '/') return std::nullopt;
+  std::string out;
+  while (!path.empty()) {
+    const std::size_t slash = path.find('/');
+    const std::string_view part = path.substr(0, slash);
+    path = slash == std::string_view::npos ? std::string_view() : path.substr(slash + 1);
+    if (part.empty() || part == ".") continue;
+    if (part == "..") return std::nullopt;
+    if (!out.empty()) out += '/';
+    out += part;
+  }
+  if (out.empty()) return std::nullopt;
+  return out;
+}
+
+std::vector<std::string> protected_paths(const Policy& p) {
+  std::vector<std::string> in;
+  if (p.protect_defaults)
+    for (const auto& d : protected_defaults) in.emplace_back(d.path);
+  auto normal = [](const std::string& s) -> std::string {
+    if (!s.empty() && s.front() == '/') return without_slash(s);
+    return normal_relative(s).value_or(std::string());
+  };
+  for (const auto& s : p.protect) in.push_back(normal(s));
+  std::vector<std::string> drop;
+  for (const auto& s : p.unprotect) drop.push_back(normal(s));
+  std::vector<std::string> out;
+  for (auto& s : in) {
+    if (s.empty() || std::find(drop.begin(), drop.end(), s) != drop.end()) continue;
+    if (std::find(out.begin(), out.end(), s) != out.end()) continue;
+    out.push_back(std::move(s));
+  }
+  // A path below another protected one is kept by it already.
+  std::vector<std::string> kept;
+  for (const auto& s : out)
+    if (std::none_of(out.begin(), out.end(), [&](const std::string& o) { return below(s, o); })) kept.push_back(s);
+  return kept;
+}
+
+ProtectMatch match_protected(std::string_view rel, std::span<const std::string> set) {
+  ProtectMatch m = ProtectMatch::none;
+  for (const auto& entry : set) {
+    if (entry.empty() || entry.front() == '/') continue;
+    if (rel == entry || below(rel, entry)) return ProtectMatch::protected_;
+    if (rel.empty() || below(entry, rel)) m = ProtectMatch::ancestor;
+  }
+  return m;
+}
+
+std::vector<std::string> protected_in_root(const std::string& root, std::span<const std::string> set) {
+  std::vector<std::string> out;
+  const std::string r = without_slash(root);
+  for (const auto& entry : set) {
+    if (entry.empty()) continue;
+    if (entry.front() != '/') {
+      out.push_back(entry);
+    } else if (r == "/" ? entry.size() > 1 : below(entry, r)) {
+      out.push_back(entry.substr(r == "/" ? 1 : r.size() + 1));
+    }
+  }
+  return out;
+}
+
+std::string_view name(ProtectState s) {
+  switch (s) {
+    case ProtectState::read_only: return "read-only";
+    case ProtectState::covered: return "covered";
+    case ProtectState::sealed: return "sealed";
+    case ProtectState::not_kept: return "not-kept";
+    case ProtectState::unreachable: return "unreachable";
+  }
+  return "?";
+}
+
+ProtectDecision missing_below(std::string_view dir) {
+  // The writable root itself: sealing it would refuse every new file at the
+  // top of the workspace (npm install, sed -i, git init). `.git`: git makes
+  // its lock files there (index.lock, HEAD.lock) on every commit.
+  if (dir.empty() || dir == ".git") return {ProtectState::not_kept, {}};
+  return {ProtectState::sealed, std::string(dir)};
+}
+
+std::vector<std::string> writable_roots(const Policy& p) {
+  std::vector<std::string> out;
+  if (!p.preset || p.mode != Mode::workspace_write) return out;
+  if (!p.workspace.empty()) out.push_back(p.workspace);
+  for (const auto& w : p.writable)
+    if (std::find(out.begin(), out.end(), w) == out.end()) out.push_back(w);
+  return out;
+}
+
+Result<ProtectWalk> walk_protected(int root, std::string_view rel, DirPinner* pinner) {
+  ProtectWalk w;
+  Fd at(::fcntl(root, F_DUPFD_CLOEXEC, 3));
+  if (!at) return fail(sys_error("dup", std::string(rel)));
+  std::string done;
+  std::string_view rest = rel;
+  while (true) {
+    const std::size_t slash = rest.find('/');
+    const std::string part(rest.substr(0, slash));
+    rest = slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
+    Fd next(sys::openat2(at.get(), part.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC, 0,
+                         RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH));
+    if (!next) {
+      if (errno != ENOENT) return fail(sys_error("protect", std::string(rel)));
+      w.decision = missing_below(done);
+      w.at = std::move(at);
+      return w;
+    }
+    struct stat st{};
+    if (::fstat(next.get(), &st) != 0) return fail(sys_error("protect", std::string(rel)));
+    if (S_ISLNK(st.st_mode) || (!rest.empty() && !S_ISDIR(st.st_mode))) {
+      w.decision = {ProtectState::covered, {}};
+      w.link = S_ISLNK(st.st_mode);
+      w.at = std::move(next);
+      return w;
+    }
+    if (rest.empty()) {
+      w.decision = {ProtectState::read_only, {}};
+      w.at = std::move(next);
+      return w;
+    }
+    if (pinner)
+      if (auto r = pinner->pin(at.get(), part, next); !r) return fail(r.error());
+    done += done.empty() ? part : "/" + part;
+    at = std::move(next);
+  }
+}
+
+std::vector<ProtectedPathState> scan_protected(const Policy& p) {
+  std::vector<ProtectedPathState> out;
+  const std::vector<std::string> set = protected_paths(p);
+  if (set.empty()) return out;
+  for (const auto& root : writable_roots(p)) {
+    Fd top(sys::openat2(AT_FDCWD, root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC, 0, RESOLVE_NO_SYMLINKS));
+    for (const auto& rel : protected_in_root(root, set)) {
+      ProtectedPathState st{root, rel, {ProtectState::unreachable, {}}};
+      if (top)
+        if (auto w = walk_protected(top.get(), rel, nullptr)) st.decision = w->decision;
+      out.push_back(std::move(st));
+    }
+  }
+  return out;
+}
+
+Result<void> validate_protection(const Policy& p) {
+  auto bad = [](std::string_view option, const std::string& path, std::string_view why) {
+    Error e = usage_error(option, why);
+    e.path = path;
+    return e;
+  };
+  auto dot_dot = [](std::string_view path) {
+    for (std::size_t i = 0; i <= path.size();) {
+      const std::size_t end = std::min(path.find('/', i), path.size());
+      if (path.substr(i, end - i) == "..") return true;
+      i = end + 1;
+    }
+    return false;
+  };
+  const std::vector<std::string> roots = writable_roots(p);
+  for (const auto* list : {&p.protect, &p.unprotect}) {
+    const std::string_view option = list == &p.protect ? "--protect" : "--unprotect";
+    for (const auto& s : *list) {
+      if (s.empty()) return fail(usage_error(option, "empty path"));
+      if (s.find('\0') != std::string::npos) return fail(bad(option, s, "contains a NUL byte"));
+      if (dot_dot(s)) return fail(bad(option, s, "a '..' component (name the path plainly)"));
+      if (s.front() != '/') {
+        if (!normal_relative(s)) return fail(bad(option, s, "names the writable root itself"));
+        continue;
+      }
+      if (list == &p.protect && !roots.empty() &&
+          std::none_of(roots.begin(), roots.end(), [&](const std::string& r) {
+            const std::string root = without_slash(r);
+            return root == "/" ? without_slash(s) != "/" : below(without_slash(s), root);
+          }))
+        return fail(bad(option, s, "not inside a writable root (a relative path applies to each of them)"));
+    }
+  }
+  for (const auto& s : p.allow_read)
+    if (s.empty() || s.front() != '/') return fail(bad("--allow-read", s, "not an absolute path"));
+  for (const auto& s : p.hidden_paths)
+    if (s.empty() || s.front() != '/') return fail(bad("hidden_paths", s, "not an absolute path"));
+  return {};
+}
+
+Result<std::vector<std::string>> credentials_to_hide(const std::string& home, bool defaults,
+                                                     const std::vector<std::string>& allowed,
+                                                     const PathLookup& lookup) {
+  std::vector<std::string> out;
+  if (!defaults || home.empty() || home.front() != '/') return out;
+  const std::string base = without_slash(home);
+  // Allowed paths, as given and canonical where they exist.
+  std::vector<std::string> allow;
+  for (const auto& a : allowed) {
+    allow.push_back(without_slash(a));
+    if (auto found = lookup(a)) allow.push_back(without_slash(found->real));
+  }
+  for (const auto& c : credential_defaults) {
+    const std::string path = fmt::format("{}/{}", base, c.path);
+    auto found = lookup(path);
+    if (!found) continue;
+    const std::string real = without_slash(found->real);
+    bool allowed_here = false;
+    for (const auto& a : allow) {
+      if (a == path || a == real || below(path, a) || below(real, a)) allowed_here = true;
+      // Inside a hidden directory: the cover is the directory, whole.
+      else if (found->dir && (below(a, path) || below(a, real)))
+        return fail(usage_error("--allow-read", fmt::format("{} is inside the hidden {}: allow the directory itself",
+                                                            a, path)));
+    }
+    if (allowed_here) continue;
+    std::string entry = found->dir ? real + "/" : real;
+    if (std::find(out.begin(), out.end(), entry) == out.end()) out.push_back(std::move(entry));
+  }
+  return out;
+}
+
+}  // namespace nsrun

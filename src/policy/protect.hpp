@@ -1,0 +1,136 @@
+// Protected paths inside writable roots (issue 14) and the credentials
+// hidden by default (issue 17): the one place that says which paths, why,
+// and whether a given path is one of them.
+//
+// A protected path is relative to a writable root (the workspace, each
+// --writable DIR): files that run code later, outside any sandbox, the
+// next time the user runs git, enters the directory or opens an editor or
+// an agent there. The command may read them; it may not write, replace,
+// remove or create them. `nsrun commit` (the copy-on-write workspace)
+// refuses them through match_protected().
+//
+// A hidden credential is a path under $HOME that holds a secret the command
+// has no business reading (registry tokens, keys, cloud logins). Reads fail
+// (EACCES or ENOENT); nothing is made on the host for it.
+//
+// Everything here but scan_protected() and the lookups is pure.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "policy/policy.hpp"
+#include "sys/error.hpp"
+#include "sys/fd.hpp"
+
+namespace nsrun {
+
+struct DefaultPath {
+  std::string_view path;  // relative to a writable root, or (credentials) to $HOME
+  std::string_view why;   // for docs, --help and explain
+};
+
+// The default protected set, in a fixed order (docs/hardening.md).
+std::span<const DefaultPath> default_protected();
+
+// The default hidden credentials, relative to $HOME (docs/hardening.md).
+std::span<const DefaultPath> default_credentials();
+
+// The protected set a Policy asks for: the defaults (unless
+// protect_defaults is off), then Policy::protect, minus Policy::unprotect;
+// normalised (no "." or empty components, no trailing '/'), without
+// duplicates, in order. Absolute --protect paths are kept absolute (they
+// apply to the writable root they are in, see protected_in_root()).
+std::vector<std::string> protected_paths(const Policy& policy);
+
+// Normalises a relative path ("./.git//hooks/" -> ".git/hooks"); nullopt
+// for one that is empty, absolute or has a ".." component.
+std::optional<std::string> normal_relative(std::string_view path);
+
+enum class ProtectMatch {
+  none,         // not protected
+  protected_,   // a protected path, or below one: never written, replaced, removed or created
+  ancestor,     // a directory on the way to one (".git" for ".git/hooks"): may exist as a directory, must not
+                // be removed, renamed, replaced or made a symlink or a file
+};
+
+// Whether `rel` (a path relative to a writable root, normalised as above;
+// "" is the root itself) is protected by `set` (as protected_paths() gives,
+// relative entries only). Pure; this is what `nsrun commit` asks per file.
+ProtectMatch match_protected(std::string_view rel, std::span<const std::string> set);
+
+// The protected paths of one writable root, relative to it: every relative
+// entry of `set`, and the absolute ones that lie strictly inside `root`.
+std::vector<std::string> protected_in_root(const std::string& root, std::span<const std::string> set);
+
+// --protect, --unprotect, --allow-read and hidden_paths: relative paths
+// without "..", absolute ones without ".."; an absolute --protect must lie
+// strictly inside a writable root (workspace-write mode). Called by validate().
+Result<void> validate_protection(const Policy& policy);
+
+// How direct mode keeps a protected path, decided from what the host holds
+// at the path (resolved from the root through no symlink).
+enum class ProtectState {
+  read_only,   // it exists (file or directory): bound read-only on itself
+  covered,     // it, or a directory on the way, is a symlink or not a directory: covered, never followed
+  sealed,      // missing below an existing directory strictly inside the root: that directory is shown
+               // sealed (its entries are the real ones, no new name can be made in it)
+  not_kept,    // missing directly in the root (or in .git): direct mode cannot stop its creation
+               // without a placeholder on the host; use the copy-on-write workspace
+  unreachable, // the root itself is missing or not a directory
+};
+std::string_view name(ProtectState);
+
+// Where the walk from the root stopped: the state, and (sealed) the
+// directory to seal, relative to the root.
+struct ProtectDecision {
+  ProtectState state = ProtectState::not_kept;
+  std::string sealed_dir;  // for `sealed`
+};
+
+// The rule for a missing path whose nearest existing directory is `dir`
+// (relative to the root, "" the root itself). Shared by the executor and
+// scan_protected(), so what explain says is what the sandbox does.
+ProtectDecision missing_below(std::string_view dir);
+
+// One walk from a writable root to a protected path, shared by the
+// executor (which mounts) and scan_protected() (which only looks): one
+// component at a time, through no symlink (a symlink met is the end of the
+// walk, opened as the link itself) and never above `root`. For each
+// existing directory on the way `pin(parent, name, dir)` is called before
+// the walk goes into it; it may replace `dir` (the executor binds it on
+// itself, so it can no longer be renamed or removed, and reopens it).
+struct ProtectWalk {
+  ProtectDecision decision;
+  Fd at;             // read_only: the path; covered: the link or non-directory met; sealed: the directory
+  bool link = false; // covered: `at` is a symlink
+};
+struct DirPinner {
+  virtual Result<void> pin(int parent, const std::string& name, Fd& dir) = 0;
+  virtual ~DirPinner() = default;
+};
+// `pinner` may be null (scan_protected() only looks).
+Result<ProtectWalk> walk_protected(int root, std::string_view rel, DirPinner* pinner);
+
+struct ProtectedPathState {
+  std::string root;  // the writable root
+  std::string path;  // relative to it
+  ProtectDecision decision;
+};
+
+// Looks at the host (openat2, no symlink followed, never leaving the root)
+// for each protected path of each writable root of `policy`
+// (workspace-write mode only; nothing otherwise).
+std::vector<ProtectedPathState> scan_protected(const Policy& policy);
+
+// The writable roots a Policy's preset makes (workspace-write mode): the
+// workspace and each --writable DIR.
+std::vector<std::string> writable_roots(const Policy& policy);
+
+// credentials_to_hide(), the host lookup of the defaults, is beside
+// sockets_to_hide() in policy/sockets.hpp.
+
+}  // namespace nsrun
