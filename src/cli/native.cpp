@@ -161,6 +161,15 @@ const std::vector<Option>& options() {
        set_value(&Policy::new_session, std::optional<bool>(true))},
       {"--no-new-session", 0, "", "never setsid (TIOCSTI stays refused by the filter)",
        set_value(&Policy::new_session, std::optional<bool>(false))},
+      // Copy-on-write layers (issues 14, 17; src/layers/).
+      {"--workspace-mode", 1, "MODE", "direct (default) or cow: writes go to a run layer for nsrun commit",
+       set_enum(&Policy::workspace_mode, parse_workspace_mode, "--workspace-mode", "direct or cow")},
+      {"--cow-dir", 1, "DIR", "where run layers go (default $XDG_RUNTIME_DIR/nsrun/runs)",
+       set_string(&Policy::cow_dir)},
+      {"--home", 1, "MODE", "ro (default), cow (writes go to a persistent home layer) or rw",
+       set_enum(&Policy::home, parse_home_mode, "--home", "ro, cow or rw")},
+      {"--home-layer", 1, "NAME", "the home layer to use (default: one per workspace)",
+       set_string(&Policy::home_layer)},
       {"--pass-fd", 1, "FD", "keep FD open for the command (repeatable)",
        [](Policy& p, Args a) -> Result<void> {
          auto fd = parse_fd("--pass-fd", a[0]);
@@ -192,6 +201,7 @@ CallerContext read_caller_context() {
     return v == nullptr ? std::string() : std::string(v);
   };
   ctx.socket_env = SocketEnv{var("XDG_RUNTIME_DIR"), var("SSH_AUTH_SOCK"), var("HOME")};
+  ctx.xdg_state_home = var("XDG_STATE_HOME");
   ctx.lookup = lookup_host_path;
   return ctx;
 }
@@ -285,6 +295,13 @@ Result<Invocation> parse_native(std::span<const std::string> args, const CallerC
   if (p.mode != Mode::full_access && ctx.lookup)
     p.hidden_sockets = sockets_to_hide(well_known_sockets(ctx.socket_env), p.hidden_sockets, p.allow_sockets,
                                        ctx.lookup);
+  {
+    // The home layer is mounted at $HOME's canonical path.
+    std::string home;
+    if (ctx.lookup && ctx.socket_env.home.starts_with('/'))
+      if (auto found = ctx.lookup(ctx.socket_env.home); found && found->dir) home = found->real;
+    resolve_layers(p, ctx.socket_env.xdg_runtime_dir, ctx.xdg_state_home, home);
+  }
   if (host_backend_option || ctx.host_backend_env || p.host_backend.empty())
     p.host_backend = detect_backend(host_backend_option ? host_backend_option : ctx.host_backend_env,
                                     ctx.lakebox_marker);

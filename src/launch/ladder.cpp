@@ -115,6 +115,10 @@ std::string classify_namespace_failure(const Error& e, ProcMode proc) {
   // A bind of /proc is never a retry after this: the fresh mount was the
   // attempt, and its refusal is a reason to move on, not to weaken.
   if (e.step == "mount proc on" && err == EPERM && proc == ProcMode::fresh) return std::string(reason::proc_masked);
+  // The copy-on-write layers need rootless overlayfs (kernel 5.11+, an
+  // upper file system with user xattrs); without it they refuse here.
+  if (e.step == "overlay layer" && (err == EPERM || err == EINVAL || err == ENODEV || err == EOPNOTSUPP))
+    return std::string(reason::overlay_unavailable);
   return {};
 }
 

@@ -235,6 +235,13 @@ Readiness assess(const Policy& policy) {
     return r;
   }
   r.abi = *abi;
+  // A copy-on-write workspace needs an overlay, which this rung has not;
+  // writing the real workspace instead would break the promise.
+  if (policy.workspace_mode == WorkspaceMode::cow && policy.mode == Mode::workspace_write) {
+    r.reason = "landlock-cannot-express";
+    r.detail = "--workspace-mode cow needs an overlay (the namespace rung)";
+    return r;
+  }
   auto ruleset = make_ruleset(policy, *abi, Inputs{terminals(), {}});
   if (!ruleset) {
     r.reason = "landlock-cannot-express";

@@ -18,6 +18,7 @@
 #include "launch/ladder.hpp"
 #include "launch/report.hpp"
 #include "launch/userns.hpp"
+#include "layers/session.hpp"
 #include "mount/executor.hpp"
 #include "ns/channel.hpp"
 #include "ns/credentials.hpp"
@@ -463,6 +464,25 @@ Result<Prepared> prepare(const Policy& policy) {
   return p;
 }
 
+// The run id goes to stderr before the command starts: the one place a
+// caller finds it without --report. --home rw is said, as full-access is.
+static void note_layers(const layers::Session& layers, LaunchReport& report) {
+  const Policy& p = layers.policy();
+  if (p.mode == Mode::full_access) return;
+  if (!layers.run_id().empty()) {
+    report.layers.run_id = layers.run_id();
+    report.layers.run_layer = p.layers.workspace.upper;
+    fmt::print(stderr, "nsrun: run {}: the workspace is copy-on-write (nsrun changes {} [--patch]; nsrun commit {}; "
+                       "nsrun discard {})\n",
+               layers.run_id(), layers.run_id(), layers.run_id(), layers.run_id());
+  }
+  if (p.layers.home.empty()) return;
+  report.layers.home = name(p.home);
+  if (layers.home_layer()) report.layers.home_layer = p.layers.home_layer.upper;
+  if (p.home == HomeMode::rw)
+    fmt::print(stderr, "nsrun: --home rw: the command can write your home directory {}\n", printable(p.layers.home));
+}
+
 int run(const Policy& policy) {
   return run(policy, [](const Error& e, const std::optional<Error>&) {
     print_error(e);
@@ -490,7 +510,12 @@ int run(const Policy& policy, const ErrorReporter& report_error) {
     return code;
   };
 
-  auto prepared = prepare(policy);
+  // The copy-on-write layers, made as the caller before anything else
+  // (src/layers/); from here on the Policy with their directories.
+  auto layers = layers::Session::open(policy);
+  if (!layers) return finish(layers.error().exit_code(), layers.error());
+  note_layers(*layers, report);
+  auto prepared = prepare(layers->policy());
   if (!prepared) return finish(prepared.error().exit_code(), prepared.error());
   report.proc = prepared->plan.proc;
   if (policy.mode == Mode::full_access) {
@@ -500,7 +525,8 @@ int run(const Policy& policy, const ErrorReporter& report_error) {
     return run_unconfined(*prepared);
   }
   // The ladder (launch/ladder.cpp) picks the rung and fills the report.
-  LadderOutcome outcome = run_ladder(policy, *prepared, report);
+  LadderOutcome outcome = run_ladder(layers->policy(), *prepared, report);
+  layers->close();
   return finish(outcome.exit_code, outcome.error, outcome.cause);
 }
 

@@ -40,6 +40,16 @@ struct LaunchReport {
   std::vector<PhaseTime> phases;
   int exit_code = 125;
   std::optional<Error> error;
+  // Copy-on-write layers (src/layers/): the run id for nsrun changes /
+  // commit / discard, and what the home was ("ro", "cow", "rw",
+  // "cache-redirect" on the Landlock rung). Empty: not in the report.
+  struct Layers {
+    std::string run_id;
+    std::string run_layer;        // its upper directory
+    std::string home;
+    std::string home_layer;       // its upper directory, or the redirect's directory
+    std::vector<std::string> redirected;  // cache-redirect: the variables set
+  } layers;
 };
 
 json::Value to_json(const LaunchReport& report);

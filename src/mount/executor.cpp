@@ -639,8 +639,11 @@ class RootBuilder {
   // is re-resolved by the kernel and none needs escaping.
   Result<void> overlay(const MountStep& s) {
     std::vector<Fd> held;
+    // The native front ends' overlays (the copy-on-write layers) name
+    // their directories exactly: no symlink is followed on the way.
     auto host_dir = [&](const std::string& path) -> Result<std::string> {
-      auto fd = open_in_root(host_.get(), path, O_PATH | O_DIRECTORY);
+      auto fd = s.no_symlinks ? open_exact(host_.get(), path, "overlay source", O_PATH | O_DIRECTORY)
+                              : open_in_root(host_.get(), path, O_PATH | O_DIRECTORY);
       if (!fd) return fail(Error{"overlay source", fd.error().err, path, {}});
       std::string name = fmt::format("{}/proc/self/fd/{}", host_prefix_, fd->get());
       held.push_back(std::move(*fd));
@@ -674,7 +677,13 @@ class RootBuilder {
       options += fmt::format(",upperdir={},workdir={}", *upper, *work);
     }
     if (!s.options.empty()) options += "," + s.options;
-    return fresh(s, "overlay", options);
+    auto r = fresh(s, "overlay", options);
+    // A kernel or file system without rootless overlayfs: a fact of the
+    // host the ladder names (overlay-unavailable), never a direct bind.
+    if (!r && s.no_symlinks && r.error().step == "mount overlay on")
+      return fail(Error{"overlay layer", r.error().err, s.dest,
+                        fmt::format("rootless overlayfs refused ({})", r.error().message())});
+    return r;
   }
 
   // Directories nsrun just made empty (the root of each tmpfs it mounted),
