@@ -74,11 +74,13 @@ Result<std::string> explain(const Policy& policy) {
   }
   Policy p = policy;
   if (p.argv.empty()) p.argv = {"(no command)"};
+  preview_layers(p);
   auto prepared = prepare(p);
   if (!prepared) return fail(prepared.error());
   if (policy.preset) {
     out += fmt::format("workspace: {}\n", policy.workspace);
     for (const auto& w : policy.writable) out += fmt::format("writable: {}\n", w);
+    out += describe_layers(policy);
   }
   if (!policy.host_backend.empty()) out += fmt::format("host backend: {}\n", policy.host_backend);
   out += describe(prepared->plan);

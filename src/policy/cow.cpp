@@ -104,3 +104,38 @@ void resolve_layers(Policy& p, std::string_view runtime, std::string_view state,
 }
 
 }  // namespace nsrun
+
+namespace nsrun {
+
+void preview_layers(Policy& p) {
+  CowLayers& l = p.layers;
+  if (p.workspace_mode == WorkspaceMode::cow && !l.run_base.empty() && l.workspace.upper.empty())
+    l.workspace = {p.workspace, l.run_base + "/<run id>/upper", l.run_base + "/<run id>/work-<launch>"};
+  if (p.home == HomeMode::cow && !l.home.empty() && !l.home_base.empty() && l.home_layer.upper.empty()) {
+    const std::string dir = l.home_base + "/" + l.home_name;
+    l.home_layer = {l.home, dir + "/upper", dir + "/work-<launch>"};
+  }
+}
+
+std::string describe_layers(const Policy& p) {
+  std::string out;
+  if (p.mode == Mode::workspace_write)
+    out += p.workspace_mode == WorkspaceMode::cow
+               ? fmt::format("workspace mode: cow (an overlay; writes go to a new run layer under {}, reviewed with "
+                             "nsrun changes / commit / discard ID; the Landlock rung refuses it)\n",
+                             p.layers.run_base)
+               : "workspace mode: direct\n";
+  if (p.layers.home.empty()) {
+    out += "home: none ($HOME is not a directory)\n";
+  } else if (p.home == HomeMode::cow) {
+    out += fmt::format("home: cow ({} is an overlay; writes go to the layer {} under {}, hidden inside; nsrun home "
+                       "diff / reset)\n",
+                       p.layers.home, p.layers.home_name, p.layers.home_base);
+  } else {
+    out += fmt::format("home: {} ({})\n", name(p.home),
+                       p.home == HomeMode::rw ? "bound writable: the command can change it" : "read-only");
+  }
+  return out;
+}
+
+}  // namespace nsrun

@@ -79,3 +79,11 @@ namespace nsrun {
 void resolve_layers(Policy& policy, std::string_view xdg_runtime_dir, std::string_view xdg_state_home,
                     std::string_view home);
 }  // namespace nsrun
+
+namespace nsrun {
+// For `nsrun explain`: the layer directories a launch would make, named
+// with placeholders ("<run id>", "<launch>"); nothing is created.
+void preview_layers(Policy& policy);
+// One line each for the workspace mode and the home, for explain.
+std::string describe_layers(const Policy& policy);
+}  // namespace nsrun
