@@ -204,6 +204,11 @@ LadderOutcome run_ladder(const Policy& policy, Prepared& p, LaunchReport& report
   if (o.command_started) {
     ll.used = true;
     report.rung = "landlock";
+    if (!policy.layers.redirect.empty()) {
+      report.layers.home = "cache-redirect";
+      report.layers.home_layer = policy.layers.redirect;
+      for (const auto& [var, value] : cache_redirects(policy.layers.redirect, "")) report.layers.redirected.push_back(var);
+    }
     // No PID namespace here: the command sees the host's /proc, read-only
     // by the ruleset.
     report.proc = ProcMode::host_bind;

@@ -10,12 +10,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <optional>
 #include <charconv>
 #include <cstdlib>
 
 #include <fmt/format.h>
 
 #include "landlock/kernel.hpp"
+#include "policy/env.hpp"
 #include "ns/channel.hpp"
 #include "ns/credentials.hpp"
 #include "ns/reaper.hpp"
@@ -242,7 +244,15 @@ Readiness assess(const Policy& policy) {
     r.detail = "--workspace-mode cow needs an overlay (the namespace rung)";
     return r;
   }
-  auto ruleset = make_ruleset(policy, *abi, Inputs{terminals(), {}});
+  // A copy-on-write home has no overlay here: its redirect directory is a
+  // writable root instead, and run() points the caches at it.
+  std::optional<Policy> redirected;
+  if (!policy.layers.redirect.empty()) {
+    redirected = policy;
+    redirected->home = HomeMode::ro;  // no overlay: the home as the read-only root shows it
+    redirected->writable.push_back(policy.layers.redirect);
+  }
+  auto ruleset = make_ruleset(redirected ? *redirected : policy, *abi, Inputs{terminals(), {}});
   if (!ruleset) {
     r.reason = "landlock-cannot-express";
     r.detail = ruleset.error().item;
@@ -262,6 +272,14 @@ LaunchOutcome run(Prepared& p, const Policy& policy, Readiness ready) {
     return out;
   }
   p.seccomp = std::move(*filter);
+  if (!policy.layers.redirect.empty()) {
+    const char* maven = env_lookup(p.env, "MAVEN_OPTS");
+    for (const auto& [var, value] : cache_redirects(policy.layers.redirect, maven ? maven : ""))
+      set_env(p.env, var, value);
+    fmt::print(stderr, "nsrun: --home cow: no overlay on the Landlock rung; the home stays read-only and the "
+                       "well-known caches go to {}\n",
+               printable(policy.layers.redirect));
+  }
   // Everything but the private TMPDIR, which the supervisor adds.
   Result<Fd> fd = build(ready.ruleset);
   p.timeline.mark("landlock-plan");

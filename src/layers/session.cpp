@@ -108,6 +108,10 @@ Result<Session> Session::open(const Policy& policy) {
     remove_stale_work(dirfd.get(), dir);
     auto work = make_work(dirfd.get(), dir);
     if (!work) return fail(work.error());
+    // The Landlock rung's fallback (no overlay there): caches redirected
+    // into a directory of the layer's own.
+    if (::mkdirat(dirfd.get(), "redirect", 0700) != 0 && errno != EEXIST) return fail(sys_error("mkdir", dir + "/redirect"));
+    l.redirect = dir + "/redirect";
     l.home_layer = {l.home, dir + "/upper", dir + "/" + work->name};
     s.home_work_ = std::move(*work);
   }

@@ -139,3 +139,24 @@ std::string describe_layers(const Policy& p) {
 }
 
 }  // namespace nsrun
+
+namespace nsrun {
+
+std::vector<std::pair<std::string, std::string>> cache_redirects(const std::string& dir, std::string_view maven_opts) {
+  auto at = [&](std::string_view sub) { return fmt::format("{}/{}", dir, sub); };
+  std::string maven = fmt::format("-Dmaven.repo.local={}", at("m2"));
+  if (!maven_opts.empty()) maven = fmt::format("{} {}", maven_opts, maven);
+  return {
+      {"XDG_CACHE_HOME", at("cache")},
+      {"npm_config_cache", at("npm")},
+      {"PIP_CACHE_DIR", at("pip")},
+      {"CARGO_HOME", at("cargo")},
+      {"GOCACHE", at("go-build")},
+      {"GOMODCACHE", at("go-mod")},
+      {"CCACHE_DIR", at("ccache")},
+      {"GRADLE_USER_HOME", at("gradle")},
+      {"MAVEN_OPTS", std::move(maven)},
+  };
+}
+
+}  // namespace nsrun

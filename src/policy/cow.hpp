@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace nsrun {
@@ -40,6 +41,10 @@ struct CowLayers {
   std::string run_id;
   LayerDirs workspace;     // the workspace overlay
   LayerDirs home_layer;    // the home overlay
+  // The fallback where no overlay can be made (the Landlock rung): a
+  // persistent directory beside the home layer that the well-known caches
+  // are pointed at (cache_redirects()), writable there.
+  std::string redirect;
   bool operator==(const CowLayers&) const = default;
 };
 
@@ -86,4 +91,10 @@ namespace nsrun {
 void preview_layers(Policy& policy);
 // One line each for the workspace mode and the home, for explain.
 std::string describe_layers(const Policy& policy);
+}  // namespace nsrun
+
+namespace nsrun {
+// The well-known cache locations, each as a variable and its value under
+// `dir` (MAVEN_OPTS gets -Dmaven.repo.local appended to `maven_opts`).
+std::vector<std::pair<std::string, std::string>> cache_redirects(const std::string& dir, std::string_view maven_opts);
 }  // namespace nsrun

@@ -153,3 +153,30 @@ TEST_CASE("cow home: a ccache-wrapped compile hits the cache on the second run",
          second.out.find("preprocessed_cache_hit\t1") != std::string::npos));
   CHECK(home_manifest(h.home.path()) == h.before);
 }
+
+TEST_CASE("cow home on the Landlock rung: caches redirected, the home read-only, stated in the report",
+          "[cow][home][landlock]") {
+  require_landlock();
+  need("/usr/bin/ccache", "ccache");
+  need("/usr/bin/gcc", "gcc");
+  Home h;
+  write_file(h.ws / "x.c", "int f(void) { return 42; }\n");
+  const std::string report = h.ws / "report.json";
+  RunOptions o = at(h.ws);
+  o.env = {"HOME=" + h.home.path(), "XDG_STATE_HOME=" + h.state.path(), "XDG_RUNTIME_DIR=", "XDG_CACHE_HOME="};
+  const std::string script = "ccache /usr/bin/gcc -c x.c -o x.o && ccache --print-stats; echo evil >> ~/.bashrc; echo rc=$?";
+  RunResult first = nsrun({"--backend", "landlock", "--home", "cow", "--report", report, "--", "sh", "-c", script}, o);
+  INFO(first.out << first.err);
+  REQUIRE(first.exit_code == 0);
+  CHECK(first.out.find("rc=") != std::string::npos);
+  CHECK(first.out.find("rc=0") == std::string::npos);
+  CHECK(first.err.find("no overlay on the Landlock rung") != std::string::npos);
+  const std::string json = read_file(report);
+  CHECK(json.find("\"home\":\"cache-redirect\"") != std::string::npos);
+  CHECK(json.find("\"CCACHE_DIR\"") != std::string::npos);
+  RunResult second = nsrun({"--backend", "landlock", "--home", "cow", "--", "sh", "-c", "rm x.o && " + script}, o);
+  INFO(second.out << second.err);
+  CHECK((second.out.find("direct_cache_hit\t1") != std::string::npos ||
+         second.out.find("preprocessed_cache_hit\t1") != std::string::npos));
+  CHECK(home_manifest(h.home.path()) == h.before);
+}
