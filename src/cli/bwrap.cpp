@@ -633,10 +633,14 @@ class Parser {
   std::string unsupported_;
 };
 
-bool ends_with_type(std::string_view step, std::string_view& type) {
-  if (!step.starts_with("mount ") || !step.ends_with(" on")) return false;
-  type = step.substr(6, step.size() - 9);
-  return true;
+// What a mount step names, for the words only: "tmpfs" in "mount tmpfs
+// on", the source in "mount /src on"; "on" for the destination's own step
+// ("mount on"), as it always read.
+std::string_view mounted(std::string_view step) {
+  constexpr std::string_view head = "mount ", tail = " on";
+  if (step.size() < head.size()) return step;
+  if (step.size() < head.size() + tail.size()) return step.substr(head.size());
+  return step.substr(head.size(), step.size() - head.size() - tail.size());
 }
 
 std::string with_errno(std::string text, int err) {
@@ -698,78 +702,111 @@ Result<BwrapInvocation> parse_bwrap(std::span<const std::string> args, const Bwr
 }
 
 std::string bwrap_message(const Error& e, bool unshare_user) {
-  const std::string_view step = e.step;
-  std::string_view type;
-  if (e.kind == ErrorKind::usage) {
-    if ((step == "--bind" || step == "--ro-bind" || step == "--dev-bind") && !e.path.empty())
+  // Every operation is named, and none by a default: a new one does not
+  // compile until someone decides how bwrap would word its failure.
+  switch (e.op) {
+    case Operation::find_source:
+      // validate() found a bind's or overlay's path unusable (bwrap looks
+      // the source up first).
+      if (e.path.empty()) return e.message();
       return fmt::format("Can't find source path {}: {}", e.path, e.detail);
-    if (step.starts_with("--overlay") || step.starts_with("--tmp-overlay") || step.starts_with("--ro-overlay"))
-      if (!e.path.empty()) return fmt::format("Can't find source path {}: {}", e.path, e.detail);
-    return e.message();
+    case Operation::bind:
+    case Operation::overlay_source:
+      if (e.err == ENOENT) return with_errno(fmt::format("Can't find source path {}", e.path), e.err);
+      return with_errno(fmt::format("Can't bind mount {}", e.path), e.err);
+    case Operation::mount_bind:
+      return with_errno(fmt::format("Can't bind mount {} on /newroot{}", mounted(e.step), e.path), e.err);
+    case Operation::mount_data:
+      return with_errno(fmt::format("Can't bind mount data on /newroot{}", e.path), e.err);
+    case Operation::mount_proc:
+    case Operation::mount_fs:
+    case Operation::mount_layer:
+    case Operation::mount_dest:
+      return with_errno(fmt::format("Can't mount {} on /newroot{}", mounted(e.step), e.path), e.err);
+    case Operation::clone:
+      // bwrap's words, in bwrap's order: the user-namespace explanations
+      // only when one was being made.
+      if (unshare_user && e.err == EINVAL)
+        return "Creating new namespace failed, likely because the kernel does not support user namespaces.  "
+               "bwrap must be installed setuid on such systems.";
+      if (unshare_user && e.err == EPERM)
+        return "No permissions to create a new namespace, likely because the kernel does not allow "
+               "non-privileged user namespaces. On e.g. debian this can be enabled with "
+               "'sysctl kernel.unprivileged_userns_clone=1'.";
+      if (e.err == ENOSPC)
+        return "Creating new namespace failed: nesting depth or /proc/sys/user/max_*_namespaces exceeded (ENOSPC)";
+      return with_errno("Creating new namespace failed", e.err);
+    case Operation::write_uid_map: return with_errno("setting up uid map", e.err);
+    case Operation::write_gid_map: return with_errno("setting up gid map", e.err);
+    case Operation::write_setgroups: return with_errno("error writing to setgroups", e.err);
+    case Operation::exec: return with_errno(fmt::format("execvp {}", e.path), e.err);
+    case Operation::chdir: return with_errno(fmt::format("Can't chdir to {}", e.path), e.err);
+    case Operation::symlink:
+      if (e.err == 0 && !e.detail.empty()) return fmt::format("Can't make symlink at {}: {}", e.path, e.detail);
+      return with_errno(fmt::format("Can't make symlink at {}", e.path), e.err);
+    case Operation::chmod: return with_errno(fmt::format("Can't chmod {}", e.path), e.err);
+    case Operation::mkdir: return with_errno(fmt::format("Can't mkdir {}", e.path), e.err);
+    case Operation::create: return with_errno(fmt::format("Can't create file at {}", e.path), e.err);
+    case Operation::remount: return with_errno(fmt::format("Can't remount readonly on /newroot{}", e.path), e.err);
+    case Operation::sethostname: return with_errno("sethostname", e.err);
+    case Operation::seccomp_load:
+      if (e.err == EINVAL)
+        return "Unable to set up system call filtering as requested: prctl(PR_SET_SECCOMP) reported EINVAL. "
+               "(Hint: this requires a kernel configured with CONFIG_SECCOMP and CONFIG_SECCOMP_FILTER.)";
+      return with_errno("prctl(PR_SET_SECCOMP)", e.err);
+    case Operation::seccomp_read:
+      if (e.err == EINVAL) return "Invalid seccomp data, must be multiple of 8";
+      return with_errno("Can't read seccomp data", e.err);
+    case Operation::setns_userns:
+      if (e.err == EINVAL)
+        return "Joining the specified user namespace failed, it might not be a descendant of the current user "
+               "namespace.";
+      return with_errno("Joining specified user namespace failed", e.err);
+    case Operation::setuid: return with_errno(fmt::format("unable to switch to uid {}", e.path), e.err);
+    case Operation::setgid: return with_errno(fmt::format("unable to switch to gid {}", e.path), e.err);
+    case Operation::setns_userns2: return with_errno("Setting userns2 failed", e.err);
+    case Operation::setns_pidns: return with_errno("Setting pidns failed", e.err);
+    case Operation::assert_userns_disabled: return "creation of new user namespaces was not disabled as requested";
+    case Operation::info_fd: return with_errno("Write to info_fd", e.err);
+    case Operation::json_status_fd: return with_errno("Write to json_status_fd", e.err);
+    case Operation::lock_open: return with_errno(fmt::format("Unable to open lock file {}", e.path), e.err);
+    case Operation::lock_lock: return with_errno(fmt::format("Unable to lock file {}", e.path), e.err);
+    case Operation::block_fd: return with_errno("Reading from --block-fd", e.err);
+    case Operation::userns_block_fd: return with_errno("Reading from --userns-block-fd", e.err);
+    // No wording of bwrap's own: nsrun's message.
+    case Operation::other:
+    case Operation::socketpair:
+    case Operation::receive:
+    case Operation::die_with_parent:
+    case Operation::loopback_up:
+    case Operation::make_private:
+    case Operation::open:
+    case Operation::dup:
+    case Operation::write:
+    case Operation::stat:
+    case Operation::statfs:
+    case Operation::bind_fd:
+    case Operation::staging:
+    case Operation::pivot_root:
+    case Operation::chroot:
+    case Operation::detach:
+    case Operation::read_capabilities:
+    case Operation::drop_bounding:
+    case Operation::clear_ambient:
+    case Operation::drop_capabilities:
+    case Operation::raise_ambient:
+    case Operation::no_new_privs:
+    case Operation::landlock_create:
+    case Operation::landlock_rule:
+    case Operation::landlock_add_rule:
+    case Operation::landlock_restrict:
+    case Operation::close_range:
+    case Operation::pass_fd:
+    case Operation::setsid:
+    case Operation::fork:
+    case Operation::write_report:
+      return e.message();
   }
-  if (step == "bind" || step == "overlay source") {
-    if (e.err == ENOENT) return with_errno(fmt::format("Can't find source path {}", e.path), e.err);
-    return with_errno(fmt::format("Can't bind mount {}", e.path), e.err);
-  }
-  if (ends_with_type(step, type)) {
-    if (type.starts_with("/")) return with_errno(fmt::format("Can't bind mount {} on /newroot{}", type, e.path), e.err);
-    if (type == "data") return with_errno(fmt::format("Can't bind mount data on /newroot{}", e.path), e.err);
-    return with_errno(fmt::format("Can't mount {} on /newroot{}", type, e.path), e.err);
-  }
-  if (step == "clone") {
-    // bwrap's words, in bwrap's order: the user-namespace explanations
-    // only when one was being made.
-    if (unshare_user && e.err == EINVAL)
-      return "Creating new namespace failed, likely because the kernel does not support user namespaces.  "
-             "bwrap must be installed setuid on such systems.";
-    if (unshare_user && e.err == EPERM)
-      return "No permissions to create a new namespace, likely because the kernel does not allow "
-             "non-privileged user namespaces. On e.g. debian this can be enabled with "
-             "'sysctl kernel.unprivileged_userns_clone=1'.";
-    if (e.err == ENOSPC)
-      return "Creating new namespace failed: nesting depth or /proc/sys/user/max_*_namespaces exceeded (ENOSPC)";
-    return with_errno("Creating new namespace failed", e.err);
-  }
-  if ((step == "open" || step == "write") && e.path == "/proc/self/uid_map") return with_errno("setting up uid map", e.err);
-  if ((step == "open" || step == "write") && e.path == "/proc/self/gid_map") return with_errno("setting up gid map", e.err);
-  if ((step == "open" || step == "write") && e.path == "/proc/self/setgroups")
-    return with_errno("error writing to setgroups", e.err);
-  if (step == "exec") return with_errno(fmt::format("execvp {}", e.path), e.err);
-  if (step == "chdir") return with_errno(fmt::format("Can't chdir to {}", e.path), e.err);
-  if (step == "symlink" && e.err == 0 && !e.detail.empty())
-    return fmt::format("Can't make symlink at {}: {}", e.path, e.detail);
-  if (step == "symlink") return with_errno(fmt::format("Can't make symlink at {}", e.path), e.err);
-  if (step == "chmod") return with_errno(fmt::format("Can't chmod {}", e.path), e.err);
-  if (step == "mkdir") return with_errno(fmt::format("Can't mkdir {}", e.path), e.err);
-  if (step == "create") return with_errno(fmt::format("Can't create file at {}", e.path), e.err);
-  if (step == "mount_setattr") return with_errno(fmt::format("Can't remount readonly on /newroot{}", e.path), e.err);
-  if (step == "sethostname") return with_errno("sethostname", e.err);
-  if (step == "seccomp") {
-    if (e.err == EINVAL)
-      return "Unable to set up system call filtering as requested: prctl(PR_SET_SECCOMP) reported EINVAL. "
-             "(Hint: this requires a kernel configured with CONFIG_SECCOMP and CONFIG_SECCOMP_FILTER.)";
-    return with_errno("prctl(PR_SET_SECCOMP)", e.err);
-  }
-  if (step == "read seccomp data") {
-    if (e.err == EINVAL) return "Invalid seccomp data, must be multiple of 8";
-    return with_errno("Can't read seccomp data", e.err);
-  }
-  if (step == "setns userns") {
-    if (e.err == EINVAL)
-      return "Joining the specified user namespace failed, it might not be a descendant of the current user "
-             "namespace.";
-    return with_errno("Joining specified user namespace failed", e.err);
-  }
-  if (step == "setuid") return with_errno(fmt::format("unable to switch to uid {}", e.path), e.err);
-  if (step == "setgid") return with_errno(fmt::format("unable to switch to gid {}", e.path), e.err);
-  if (step == "setns userns2") return with_errno("Setting userns2 failed", e.err);
-  if (step == "setns pidns") return with_errno("Setting pidns failed", e.err);
-  if (step == "assert-userns-disabled") return "creation of new user namespaces was not disabled as requested";
-  if (step == "info-fd") return with_errno("Write to info_fd", e.err);
-  if (step == "json-status-fd") return with_errno("Write to json_status_fd", e.err);
-  if (step == "lock-file open") return with_errno(fmt::format("Unable to open lock file {}", e.path), e.err);
-  if (step == "lock-file lock") return with_errno(fmt::format("Unable to lock file {}", e.path), e.err);
-  if (step == "block-fd" || step == "userns-block-fd") return with_errno(fmt::format("Reading from --{}", step), e.err);
   return e.message();
 }
 

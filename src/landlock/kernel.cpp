@@ -26,7 +26,7 @@ int add_rule(int fd, int type, const void* attr) {
 Result<int> kernel_abi() {
   static const Result<int> abi = []() -> Result<int> {
     const int v = create_ruleset(nullptr, 0, create_ruleset_version);
-    if (v < 0) return fail(sys_error("landlock_create_ruleset", "ABI version"));
+    if (v < 0) return fail(sys_error(Operation::landlock_create, "ABI version"));
     return v;
   }();
   return abi;
@@ -38,7 +38,7 @@ Result<Fd> build(const Ruleset& r) {
   attr.handled_access_net = r.handled_net;
   attr.scoped = r.scoped;
   Fd ruleset(create_ruleset(&attr, sizeof attr, 0));
-  if (!ruleset) return fail(sys_error("landlock_create_ruleset"));
+  if (!ruleset) return fail(sys_error(Operation::landlock_create));
   for (const PathRule& rule : r.rules)
     if (auto added = add_path_rule(ruleset.get(), rule); !added) return fail(added.error());
   return ruleset;
@@ -52,22 +52,22 @@ Result<void> add_path_rule(int ruleset_fd, const PathRule& rule) {
   if (!path) {
     if (rule.optional && errno == ENOENT) return {};
     if (errno == ELOOP && rule.no_symlinks)
-      return fail(Error{"landlock rule", ELOOP, rule.path,
-                        "a symlink in the path (nsrun follows none in a path it makes writable; give the resolved "
-                        "path)"});
-    return fail(sys_error("landlock rule", rule.path));
+      return fail(sys_error(Operation::landlock_rule, rule.path, ELOOP,
+                            "a symlink in the path (nsrun follows none in a path it makes writable; give the "
+                            "resolved path)"));
+    return fail(sys_error(Operation::landlock_rule, rule.path));
   }
   struct stat st{};
-  if (::fstat(path.get(), &st) != 0) return fail(sys_error("stat", rule.path));
+  if (::fstat(path.get(), &st) != 0) return fail(sys_error(Operation::stat, rule.path));
   PathBeneathAttr beneath;
   beneath.allowed_access = S_ISDIR(st.st_mode) ? rule.access : rule.access & fs::file_rights;
   beneath.parent_fd = path.get();
-  if (add_rule(ruleset_fd, rule_path_beneath, &beneath) != 0) return fail(sys_error("landlock_add_rule", rule.path));
+  if (add_rule(ruleset_fd, rule_path_beneath, &beneath) != 0) return fail(sys_error(Operation::landlock_add_rule, rule.path));
   return {};
 }
 
 Result<void> restrict_self(int ruleset_fd) {
-  if (::syscall(SYS_landlock_restrict_self, ruleset_fd, 0) != 0) return fail(sys_error("landlock_restrict_self"));
+  if (::syscall(SYS_landlock_restrict_self, ruleset_fd, 0) != 0) return fail(sys_error(Operation::landlock_restrict));
   return {};
 }
 

@@ -21,10 +21,6 @@ namespace nsrun {
 
 namespace {
 
-bool is_idmap_file(std::string_view path) {
-  return path == "/proc/self/uid_map" || path == "/proc/self/gid_map" || path == "/proc/self/setgroups";
-}
-
 std::string rung_line(const RungReport& r) {
   if (r.detail.empty()) return fmt::format("{}: {}", r.name, r.reason);
   return fmt::format("{}: {} ({})", r.name, r.reason, r.detail);
@@ -32,7 +28,9 @@ std::string rung_line(const RungReport& r) {
 
 // One line naming each rung and why it was not usable.
 Error no_sandbox(const RungReport& ns, const RungReport& ll) {
-  return Error{"no sandbox available", 0, {}, fmt::format("{}; {}", rung_line(ns), rung_line(ll))};
+  Error e{"no sandbox available", 0, {}, fmt::format("{}; {}", rung_line(ns), rung_line(ll))};
+  e.phase = Phase::choose_rung;
+  return e;
 }
 
 std::string current_directory() {
@@ -62,7 +60,7 @@ NamespaceVerdict probe_namespaces(const LaunchPlan& plan) {
   if (!channel) return {std::string(reason::failed), channel.error().message()};
   const pid_t child = sys::clone_fork(plan.clone_flags);
   if (child < 0) {
-    Error e = sys_error("clone", clone_flag_names(plan.clone_flags));
+    Error e = sys_error(Operation::clone, clone_flag_names(plan.clone_flags));
     return verdict_for(e, plan.proc, plan.clone_flags);
   }
   if (child == 0) {
@@ -76,13 +74,13 @@ NamespaceVerdict probe_namespaces(const LaunchPlan& plan) {
     if (plan.proc == ProcMode::fresh) {
       // fsmount is where the kernel applies its "mount too revealing" rule.
       Fd fs(::fsopen("proc", FSOPEN_CLOEXEC));
-      if (!fs) fail_with(sys_error("mount proc on", "/proc"));
-      if (::fsconfig(fs.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) != 0) fail_with(sys_error("mount proc on", "/proc"));
+      if (!fs) fail_with(sys_error(Operation::mount_proc, "/proc"));
+      if (::fsconfig(fs.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) != 0) fail_with(sys_error(Operation::mount_proc, "/proc"));
       Fd mnt(::fsmount(fs.get(), FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC));
-      if (!mnt) fail_with(sys_error("mount proc on", "/proc"));
+      if (!mnt) fail_with(sys_error(Operation::mount_proc, "/proc"));
     } else if (plan.proc == ProcMode::host_bind) {
       Fd tree(::open_tree(AT_FDCWD, "/proc", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE));
-      if (!tree) fail_with(sys_error("bind", "/proc"));
+      if (!tree) fail_with(sys_error(Operation::bind, "/proc"));
     }
     ::_exit(0);
   }
@@ -109,16 +107,92 @@ void note_landlock(LaunchReport& report, const landlock::Readiness& ready) {
 
 std::string classify_namespace_failure(const Error& e, ProcMode proc) {
   const int err = e.err;
-  if (e.step == "clone" && (err == EPERM || err == EINVAL || err == ENOSPC || err == EUSERS))
-    return std::string(clone_refused);
-  if (is_idmap_file(e.path) && (err == EPERM || err == EACCES || err == EINVAL)) return std::string(reason::idmap_denied);
-  // A bind of /proc is never a retry after this: the fresh mount was the
-  // attempt, and its refusal is a reason to move on, not to weaken.
-  if (e.step == "mount proc on" && err == EPERM && proc == ProcMode::fresh) return std::string(reason::proc_masked);
-  // The copy-on-write layers need rootless overlayfs (kernel 5.11+, an
-  // upper file system with user xattrs); without it they refuse here.
-  if (e.step == "overlay layer" && (err == EPERM || err == EINVAL || err == ENODEV || err == EOPNOTSUPP))
-    return std::string(reason::overlay_unavailable);
+  // Every operation is named, and none by a default: a new one does not
+  // compile until someone decides whether its failure moves the ladder.
+  switch (e.op) {
+    case Operation::clone:
+      if (err == EPERM || err == EINVAL || err == ENOSPC || err == EUSERS) return std::string(clone_refused);
+      return {};
+    case Operation::write_uid_map:
+    case Operation::write_gid_map:
+    case Operation::write_setgroups:
+      if (err == EPERM || err == EACCES || err == EINVAL) return std::string(reason::idmap_denied);
+      return {};
+    case Operation::mount_layer:
+      // The copy-on-write layers need rootless overlayfs (kernel 5.11+, an
+      // upper file system with user xattrs); without it they refuse here.
+      if (err == EPERM || err == EINVAL || err == ENODEV || err == EOPNOTSUPP)
+        return std::string(reason::overlay_unavailable);
+      return {};
+    case Operation::mount_proc:
+      // A bind of /proc is never a retry after this: the fresh mount was
+      // the attempt, and its refusal is a reason to move on, not to weaken.
+      if (err == EPERM && proc == ProcMode::fresh) return std::string(reason::proc_masked);
+      return {};
+    // The user's to see (a bad path, a missing command) or nsrun's own
+    // failure: never a reason to move to another rung.
+    case Operation::other:
+    case Operation::find_source:
+    case Operation::socketpair:
+    case Operation::receive:
+    case Operation::setns_userns:
+    case Operation::setns_pidns:
+    case Operation::setuid:
+    case Operation::setgid:
+    case Operation::sethostname:
+    case Operation::die_with_parent:
+    case Operation::info_fd:
+    case Operation::json_status_fd:
+    case Operation::userns_block_fd:
+    case Operation::block_fd:
+    case Operation::loopback_up:
+    case Operation::lock_open:
+    case Operation::lock_lock:
+    case Operation::setns_userns2:
+    case Operation::make_private:
+    case Operation::open:
+    case Operation::mkdir:
+    case Operation::create:
+    case Operation::dup:
+    case Operation::chmod:
+    case Operation::symlink:
+    case Operation::write:
+    case Operation::stat:
+    case Operation::statfs:
+    case Operation::bind:
+    case Operation::bind_fd:
+    case Operation::overlay_source:
+    case Operation::mount_fs:
+    case Operation::mount_bind:
+    case Operation::mount_data:
+    case Operation::mount_dest:
+    case Operation::remount:
+    case Operation::staging:
+    case Operation::pivot_root:
+    case Operation::chroot:
+    case Operation::detach:
+    case Operation::chdir:
+    case Operation::read_capabilities:
+    case Operation::drop_bounding:
+    case Operation::clear_ambient:
+    case Operation::drop_capabilities:
+    case Operation::raise_ambient:
+    case Operation::no_new_privs:
+    case Operation::landlock_create:
+    case Operation::landlock_rule:
+    case Operation::landlock_add_rule:
+    case Operation::landlock_restrict:
+    case Operation::seccomp_load:
+    case Operation::seccomp_read:
+    case Operation::assert_userns_disabled:
+    case Operation::close_range:
+    case Operation::pass_fd:
+    case Operation::setsid:
+    case Operation::fork:
+    case Operation::exec:
+    case Operation::write_report:
+      return {};
+  }
   return {};
 }
 

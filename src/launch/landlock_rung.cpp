@@ -185,7 +185,7 @@ int parent_death_signal() { return SIGRTMIN + 2; }
   p.timeline.mark("supervisor");
   const pid_t command = spawn_command(channel, p, original_mask, setup);
   if (command < 0) {
-    send_error(channel, sys_error("fork", "command"));
+    send_error(channel, sys_error(Operation::fork, "command"));
     remove_tree(tmpdir);
     ::_exit(125);
   }
@@ -312,7 +312,7 @@ LaunchOutcome run(Prepared& p, const Policy& policy, Readiness ready) {
   const pid_t nsrun_pid = ::getpid();
   const pid_t child = ::fork();
   if (child < 0) {
-    out.error = sys_error("fork", "supervisor");
+    out.error = sys_error(Operation::fork, "supervisor");
     sigprocmask(SIG_SETMASK, &original_mask, nullptr);
     out.timeline = p.timeline;
     return out;

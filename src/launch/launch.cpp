@@ -55,16 +55,16 @@ void print_error(const Error& e) { fmt::print(stderr, "nsrun: {}\n", e.message()
 // channel (already CLOEXEC) keeps working until the exec succeeds, then
 // lets the passed ones through.
 Result<void> seal_fds(const std::vector<int>& pass) {
-  if (::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) return fail(sys_error("close_range"));
+  if (::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) return fail(sys_error(Operation::close_range));
   for (int fd : pass)
-    if (::fcntl(fd, F_SETFD, 0) != 0) return fail(sys_error("pass fd", std::to_string(fd)));
+    if (::fcntl(fd, F_SETFD, 0) != 0) return fail(sys_error(Operation::pass_fd, std::to_string(fd)));
   return {};
 }
 
 Result<void> enter_directory(const LaunchPlan& plan) {
   if (::chdir(plan.chdir.c_str()) == 0) return {};
-  if (plan.chdir_required) return fail(sys_error("chdir", plan.chdir));
-  if (::chdir("/") != 0) return fail(sys_error("chdir", "/"));
+  if (plan.chdir_required) return fail(sys_error(Operation::chdir, plan.chdir));
+  if (::chdir("/") != 0) return fail(sys_error(Operation::chdir, "/"));
   return {};
 }
 
@@ -96,7 +96,7 @@ Error try_exec(Prepared& p) {
     if (err != ENOENT && err != ENOTDIR && first_err == ENOENT) first_err = err;
     if (err != ENOENT && err != ENOTDIR && err != EACCES) break;
   }
-  Error e = sys_error("exec", p.argv.front(), first_err);
+  Error e = sys_error(Operation::exec, p.argv.front(), first_err);
   e.kind = first_err == ENOENT ? ErrorKind::not_found : ErrorKind::not_exec;
   return e;
 }
@@ -108,7 +108,7 @@ Error try_exec(Prepared& p) {
   if (p.plan.reaper || landlock) p.timeline.mark("fork");
   reset_signals(original_mask);
   const bool session = p.new_session < 0 ? ::isatty(STDIN_FILENO) == 0 : p.new_session == 1;
-  if (session && ::setsid() < 0) die(channel, sys_error("setsid"));
+  if (session && ::setsid() < 0) die(channel, sys_error(Operation::setsid));
   if (!setup.confined_by_parent)
     if (auto r = enter_directory(p.plan); !r) die(channel, r.error());
   if (auto r = seal_fds(p.pass_fds); !r) die(channel, r.error());
@@ -128,7 +128,7 @@ Error try_exec(Prepared& p) {
     if (auto r = load_filter(program); !r) die(channel, r.error());
   // The check tries for real: if it succeeds, the command never runs.
   if (p.assert_userns_disabled && ::unshare(CLONE_NEWUSER) == 0)
-    die(channel, Error{"assert-userns-disabled", 0, {}, "creating a user namespace still works"});
+    die(channel, sys_error(Operation::assert_userns_disabled, {}, 0, "creating a user namespace still works"));
   p.timeline.mark("seccomp");
   send_timeline(channel, p.timeline.encode());
   die(channel, try_exec(p));
@@ -186,7 +186,7 @@ pid_t spawn_command(int channel, Prepared& p, const sigset_t& original_mask, con
 }
 
 void arm_die_with_parent(int channel) {
-  if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) die(channel, sys_error("die-with-parent"));
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) die(channel, sys_error(Operation::die_with_parent));
   // The parent may have died before the prctl: its end of the channel is
   // then closed and the socket reports a hang-up.
   struct pollfd pfd{channel, POLLIN, 0};
@@ -206,26 +206,26 @@ namespace {
     const pid_t outside = own_pid_outside();
     const NamespaceIds ids = namespace_ids("self", p.plan.clone_flags);
     if (p.info_fd >= 0)
-      if (auto r = write_status(p.info_fd, start_status(outside, ids, true), "info-fd"); !r) die(channel, r.error());
+      if (auto r = write_status(p.info_fd, start_status(outside, ids, true), Operation::info_fd); !r) die(channel, r.error());
     if (p.json_status_fd >= 0)
-      if (auto r = write_status(p.json_status_fd, start_status(outside, ids, false), "json-status-fd"); !r)
+      if (auto r = write_status(p.json_status_fd, start_status(outside, ids, false), Operation::json_status_fd); !r)
         die(channel, r.error());
     if (p.info_fd >= 0) ::close(p.info_fd);
   }
   if (auto r = write_id_maps(p.plan); !r) die(channel, r.error());
   // bwrap's order: uid first (so a gid switch after losing root fails as
   // it does there).
-  if (p.join_uid && ::setuid(*p.join_uid) != 0) die(channel, sys_error("setuid", std::to_string(*p.join_uid)));
-  if (p.join_gid && ::setgid(*p.join_gid) != 0) die(channel, sys_error("setgid", std::to_string(*p.join_gid)));
+  if (p.join_uid && ::setuid(*p.join_uid) != 0) die(channel, sys_error(Operation::setuid, std::to_string(*p.join_uid)));
+  if (p.join_gid && ::setgid(*p.join_gid) != 0) die(channel, sys_error(Operation::setgid, std::to_string(*p.join_gid)));
   if (p.userns_block_fd >= 0)
-    if (auto r = wait_on_fd(p.userns_block_fd, "userns-block-fd"); !r) die(channel, r.error());
+    if (auto r = wait_on_fd(p.userns_block_fd, Operation::userns_block_fd); !r) die(channel, r.error());
   // Not dumpable: the command, same uid, must not reach PID 1 through
   // /proc/1/{exe,root,fd,mem}. Only after the id maps: a non-dumpable
   // process's /proc/self files belong to root, and an unprivileged caller
   // could no longer write its own maps.
   ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   if (!p.plan.hostname.empty() && ::sethostname(p.plan.hostname.data(), p.plan.hostname.size()) != 0)
-    die(channel, sys_error("sethostname", p.plan.hostname));
+    die(channel, sys_error(Operation::sethostname, p.plan.hostname));
   p.timeline.mark("id-maps");
   if ((p.plan.clone_flags & CLONE_NEWNET) != 0) {
     if (auto r = bring_up_loopback(); !r) die(channel, r.error());
@@ -236,12 +236,12 @@ namespace {
   // the command (and PID 1) live in the inner one. Before the capability
   // drop below, which then applies to the sets this namespace gave us.
   if (p.userns2_fd >= 0 && ::setns(p.userns2_fd, CLONE_NEWUSER) != 0)
-    die(channel, sys_error("setns userns2", std::to_string(p.userns2_fd)));
+    die(channel, sys_error(Operation::setns_userns2, std::to_string(p.userns2_fd)));
   // Held by this process (PID 1 when there is a reaper) for the sandbox's life.
   auto locks = take_locks(p.lock_files);
   if (!locks) die(channel, locks.error());
   if (p.block_fd >= 0)
-    if (auto r = wait_on_fd(p.block_fd, "block-fd"); !r) die(channel, r.error());
+    if (auto r = wait_on_fd(p.block_fd, Operation::block_fd); !r) die(channel, r.error());
   // Once for PID 1 and the command: both inherit the emptied sets. Only
   // what this process holds can be kept (bwrap's --cap-add ALL).
   p.keep_caps = held_capabilities(p.keep_caps);
@@ -264,7 +264,7 @@ namespace {
     if (auto r = load_filter(p.seccomp); !r) die(channel, r.error());
   }
   const pid_t command = spawn_command(channel, p, original_mask, setup);
-  if (command < 0) die(channel, sys_error("fork", "command"));
+  if (command < 0) die(channel, sys_error(Operation::fork, "command"));
 
   close_all_but(*locks, channel);
   if (!setup.confined_by_parent) {
@@ -288,7 +288,7 @@ namespace {
 [[noreturn]] void relay_into_nested_pidns(int channel, Prepared& p, const sigset_t& original_mask) {
   if (p.die_with_parent) arm_die_with_parent(channel);
   const pid_t child = sys::clone_fork(p.plan.clone_flags);
-  if (child < 0) die(channel, sys_error("clone", clone_flag_names(p.plan.clone_flags)));
+  if (child < 0) die(channel, sys_error(Operation::clone, clone_flag_names(p.plan.clone_flags)));
   if (child == 0) sandbox_child(channel, p, original_mask);
   install_forwarding_handlers();
   ::close_range(3, ~0U, 0);
@@ -323,9 +323,9 @@ static Result<void> join_namespaces(const Prepared& p) {
   // The user namespace first: it gives the capabilities that joining a PID
   // namespace it owns requires.
   if (p.userns_fd >= 0 && ::setns(p.userns_fd, CLONE_NEWUSER) != 0)
-    return fail(sys_error("setns userns", std::to_string(p.userns_fd)));
+    return fail(sys_error(Operation::setns_userns, std::to_string(p.userns_fd)));
   if (p.pidns_fd >= 0 && ::setns(p.pidns_fd, CLONE_NEWPID) != 0)
-    return fail(sys_error("setns pidns", std::to_string(p.pidns_fd)));
+    return fail(sys_error(Operation::setns_pidns, std::to_string(p.pidns_fd)));
   return {};
 }
 
@@ -353,7 +353,7 @@ LaunchOutcome run_namespaces(Prepared& p) {
   // shares memory (CLONE_VM|CLONE_VFORK, suspended until its exec).
   const pid_t child = sys::clone_fork(nested_pidns ? 0 : p.plan.clone_flags);
   if (child < 0) {
-    out.error = sys_error("clone", clone_flag_names(p.plan.clone_flags));
+    out.error = sys_error(Operation::clone, clone_flag_names(p.plan.clone_flags));
     sigprocmask(SIG_SETMASK, &original_mask, nullptr);
     return out;
   }
@@ -394,7 +394,7 @@ LaunchOutcome supervise(pid_t child, int channel, Prepared& p, const sigset_t& o
   out.command_started = true;
   out.exit_code = wait_forwarding(child);
   if (p.json_status_fd >= 0) {
-    (void)write_status(p.json_status_fd, exit_status_line(out.exit_code), "json-status-fd");
+    (void)write_status(p.json_status_fd, exit_status_line(out.exit_code), Operation::json_status_fd);
     ::close(p.json_status_fd);
   }
   return out;

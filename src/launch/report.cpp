@@ -230,8 +230,8 @@ Result<void> ReportSink::write_file(std::string_view text) {
   const bool same = ::fstatat(dir_.get(), name_.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
                     st.st_dev == dev_ && st.st_ino == ino_;
   if (!same) return replace_entry(text);
-  if (::ftruncate(file_.get(), 0) != 0) return fail(sys_error("write report", path_));
-  if (::lseek(file_.get(), 0, SEEK_SET) < 0) return fail(sys_error("write report", path_));
+  if (::ftruncate(file_.get(), 0) != 0) return fail(sys_error(Operation::write_report, path_));
+  if (::lseek(file_.get(), 0, SEEK_SET) < 0) return fail(sys_error(Operation::write_report, path_));
   return write_all(file_.get(), text, "write report", path_);
 }
 
@@ -246,16 +246,16 @@ Result<void> ReportSink::replace_entry(std::string_view text) {
     // Short whatever the report's name, so NAME_MAX is never in the way.
     tmp_name = fmt::format(".nsrun-report-{}-{}", ::getpid(), attempt);
     tmp = Fd(::openat(dir_.get(), tmp_name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
-    if (!tmp && errno != EEXIST) return fail(sys_error("write report", path_));
+    if (!tmp && errno != EEXIST) return fail(sys_error(Operation::write_report, path_));
   }
-  if (!tmp) return fail(sys_error("write report", path_, EEXIST));
+  if (!tmp) return fail(sys_error(Operation::write_report, path_, EEXIST));
   // The permissions the file had before the run (the user may have narrowed
   // them), not the command's choice.
   struct stat held{};
   if (::fstat(file_.get(), &held) == 0) (void)::fchmod(tmp.get(), held.st_mode & 0777);
   auto written = write_all(tmp.get(), text, "write report", path_);
   if (written && ::renameat(dir_.get(), tmp_name.c_str(), dir_.get(), name_.c_str()) != 0) {
-    Error e = sys_error("write report", path_);
+    Error e = sys_error(Operation::write_report, path_);
     e.detail = "the command replaced the file; the report could not take its place";
     written = fail(std::move(e));
   }

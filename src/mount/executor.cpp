@@ -53,7 +53,7 @@ class ExactModes {
 Result<Fd> open_in_root(int root, std::string_view path, int flags = O_PATH) {
   int fd = sys::openat2(root, relative(path).c_str(), flags | O_CLOEXEC, 0,
                         RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
-  if (fd < 0) return fail(sys_error("open", path));
+  if (fd < 0) return fail(sys_error(Operation::open, path));
   return Fd(fd);
 }
 
@@ -61,14 +61,14 @@ Result<Fd> open_in_root(int root, std::string_view path, int flags = O_PATH) {
 // is resolved through no symlink at all, so a writer racing nsrun cannot
 // point the protection (or the write access) elsewhere by swapping a
 // directory for a link. ".." stays inside the root.
-Result<Fd> open_exact(int root, std::string_view path, std::string_view step, int flags = O_PATH) {
+Result<Fd> open_exact(int root, std::string_view path, Operation op, int flags = O_PATH) {
   int fd = sys::openat2(root, relative(path).c_str(), flags | O_CLOEXEC, 0, RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS);
   if (fd >= 0) return Fd(fd);
   if (errno == ELOOP)
-    return fail(Error{std::string(step), ELOOP, std::string(path),
-                      "a symlink in the path (nsrun follows none in a path it protects or makes writable; "
-                      "give the resolved path)"});
-  return fail(sys_error(step, path));
+    return fail(sys_error(op, path, ELOOP,
+                          "a symlink in the path (nsrun follows none in a path it protects or makes writable; "
+                          "give the resolved path)"));
+  return fail(sys_error(op, path));
 }
 
 // open_in_root(), telling whether the lookup went through a symlink: a
@@ -78,7 +78,7 @@ Result<Fd> open_noting_links(int root, std::string_view path, bool& followed) {
   followed = false;
   int fd = sys::openat2(root, relative(path).c_str(), O_PATH | O_CLOEXEC, 0, RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS);
   if (fd >= 0) return Fd(fd);
-  if (errno != ELOOP) return fail(sys_error("open", path));
+  if (errno != ELOOP) return fail(sys_error(Operation::open, path));
   followed = true;
   return open_in_root(root, path);
 }
@@ -95,8 +95,8 @@ std::string_view parent_of(std::string_view path) {
 }
 
 Error changed(std::string_view path, std::string_view why) {
-  return Error{"bind", ESTALE, std::string(path),
-               fmt::format("{} (was it renamed or replaced while the sandbox was built?)", why)};
+  return sys_error(Operation::bind, path, ESTALE,
+                   fmt::format("{} (was it renamed or replaced while the sandbox was built?)", why));
 }
 
 // Creates the missing part of `path` without following any symlink (the
@@ -116,7 +116,7 @@ Result<Fd> create_in_root(int root, std::string_view path, bool file, uint32_t m
     if (rest.empty()) {
       if (at == root) {
         dir.reset(::fcntl(root, F_DUPFD_CLOEXEC, 3));
-        if (!dir) return fail(sys_error("dup", path));
+        if (!dir) return fail(sys_error(Operation::dup, path));
       }
       return dir;
     }
@@ -126,7 +126,7 @@ Result<Fd> create_in_root(int root, std::string_view path, bool file, uint32_t m
     bool last = rest.find_first_not_of('/') == std::string_view::npos;
     done += '/';
     done += name;
-    if (name == "..") return fail(Error{"create", EINVAL, done, "'..' in a path to create"});
+    if (name == "..") return fail(sys_error(Operation::create, done, EINVAL, "'..' in a path to create"));
 
     const uint64_t strict = RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH;
     int fd = sys::openat2(at, name.c_str(), O_PATH | O_CLOEXEC | (last && file ? 0 : O_DIRECTORY), 0, strict);
@@ -136,9 +136,9 @@ Result<Fd> create_in_root(int root, std::string_view path, bool file, uint32_t m
         // The new empty file is what the caller mounts on or leaves as it
         // is: its own fd serves (move_mount takes any fd), no reopen.
         fd = ::openat(at, name.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, mode);
-        if (fd < 0 && errno != EEXIST) return fail(sys_error("create", done));
+        if (fd < 0 && errno != EEXIST) return fail(sys_error(Operation::create, done));
       } else if (::mkdirat(at, name.c_str(), last ? mode : parent_mode) != 0 && errno != EEXIST) {
-        return fail(sys_error("mkdir", done));
+        return fail(sys_error(Operation::mkdir, done));
       } else if (!last && parent_mode != 0755) {
         // mkdirat's mode is filtered by the umask; the rule is exact.
         int made = sys::openat2(at, name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0, strict);
@@ -151,17 +151,17 @@ Result<Fd> create_in_root(int root, std::string_view path, bool file, uint32_t m
         fd = sys::openat2(at, name.c_str(), O_PATH | O_CLOEXEC | (last && file ? 0 : O_DIRECTORY), 0, strict);
     }
     if (fd < 0) {
-      if (errno == ELOOP || errno == EXDEV) return fail(Error{"create", errno, done, "refusing to follow a symlink"});
-      return fail(sys_error("open", done));
+      if (errno == ELOOP || errno == EXDEV) return fail(sys_error(Operation::create, done, errno, "refusing to follow a symlink"));
+      return fail(sys_error(Operation::open, done));
     }
     dir.reset(fd);
     at = dir.get();
   }
 }
 
-Result<void> attach(int mnt, int dest, std::string_view what, std::string_view path) {
+Result<void> attach(int mnt, int dest, Operation op, std::string_view what, std::string_view path) {
   if (::move_mount(mnt, "", dest, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0)
-    return fail(sys_error(fmt::format("mount {} on", what), path));
+    return fail(sys_error_named(op, fmt::format("mount {} on", what), path, errno));
   return {};
 }
 
@@ -173,16 +173,16 @@ Result<void> set_attrs(int mnt, uint64_t attrs, std::string_view path) {
   // when the mount came from a more privileged namespace (nosuid, nodev,
   // noexec, atime): clearing those is what makes remounts fail with EPERM.
   if (::mount_setattr(mnt, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof a) != 0)
-    return fail(sys_error("mount_setattr", path));
+    return fail(sys_error(Operation::remount, path));
   return {};
 }
 
 // A new superblock through the fd-based mount API: fsopen, options, create,
 // fsmount. Returns the detached mount.
-Result<Fd> new_filesystem(const char* type, std::string_view options, uint64_t attrs, std::string_view path) {
+Result<Fd> new_filesystem(Operation op, const char* type, std::string_view options, uint64_t attrs, std::string_view path) {
   const std::string step = fmt::format("mount {} on", type);
   Fd fs(::fsopen(type, FSOPEN_CLOEXEC));
-  if (!fs) return fail(sys_error(step, path));
+  if (!fs) return fail(sys_error_named(op, step, path, errno));
   // Named after the type, as mount(8) would, rather than "none".
   ::fsconfig(fs.get(), FSCONFIG_SET_STRING, "source", type, 0);
   std::string_view rest = options;
@@ -194,11 +194,15 @@ Result<Fd> new_filesystem(const char* type, std::string_view options, uint64_t a
     int rc = eq == std::string::npos
                  ? ::fsconfig(fs.get(), FSCONFIG_SET_FLAG, opt.c_str(), nullptr, 0)
                  : ::fsconfig(fs.get(), FSCONFIG_SET_STRING, opt.substr(0, eq).c_str(), opt.c_str() + eq + 1, 0);
-    if (rc != 0) return fail(Error{step, errno, std::string(path), fmt::format("option {}", opt)});
+    if (rc != 0) {
+      Error e = sys_error_named(op, step, path, errno);
+      e.detail = fmt::format("option {}", opt);
+      return fail(e);
+    }
   }
-  if (::fsconfig(fs.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) != 0) return fail(sys_error(step, path));
+  if (::fsconfig(fs.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) != 0) return fail(sys_error_named(op, step, path, errno));
   Fd mnt(::fsmount(fs.get(), FSMOUNT_CLOEXEC, static_cast<unsigned>(attrs)));
-  if (!mnt) return fail(sys_error(step, path));
+  if (!mnt) return fail(sys_error_named(op, step, path, errno));
   return mnt;
 }
 
@@ -265,10 +269,10 @@ class RootBuilder {
       if (auto r = ensure_root(); !r) return r;
     switch (s.op) {
       case Op::bind: return bind(s);
-      case Op::tmpfs: return fresh(s, "tmpfs", tmpfs_options(s.mode, s.size));
-      case Op::proc: return fresh(s, "proc", s.options);
-      case Op::devpts: return fresh(s, "devpts", s.options);
-      case Op::mqueue: return fresh(s, "mqueue", s.options);
+      case Op::tmpfs: return fresh(s, Operation::mount_fs, "tmpfs", tmpfs_options(s.mode, s.size));
+      case Op::proc: return fresh(s, Operation::mount_proc, "proc", s.options);
+      case Op::devpts: return fresh(s, Operation::mount_fs, "devpts", s.options);
+      case Op::mqueue: return fresh(s, Operation::mount_fs, "mqueue", s.options);
       case Op::set_attr: {
         auto dest = open_in_root(root_.get(), s.dest);
         if (!dest) return fail(dest.error());
@@ -295,10 +299,10 @@ class RootBuilder {
     if (auto r = ensure_root(); !r) return r;
     // pivot_root(".", ".") stacks the old root on top of the new one; the
     // detach then drops it, so no directory for it is needed.
-    if (::fchdir(root_.get()) != 0) return fail(sys_error("chdir", "new root"));
-    if (sys::pivot_root(".", ".") != 0) return fail(sys_error("pivot_root", "new root"));
-    if (::umount2(".", MNT_DETACH) != 0) return fail(sys_error("detach", "old root"));
-    if (::chdir("/") != 0) return fail(sys_error("chdir", "/"));
+    if (::fchdir(root_.get()) != 0) return fail(sys_error(Operation::chdir, "new root"));
+    if (sys::pivot_root(".", ".") != 0) return fail(sys_error(Operation::pivot_root, "new root"));
+    if (::umount2(".", MNT_DETACH) != 0) return fail(sys_error(Operation::detach, "old root"));
+    if (::chdir("/") != 0) return fail(sys_error(Operation::chdir, "/"));
     return {};
   }
 
@@ -311,10 +315,10 @@ class RootBuilder {
   // without one a process with no capabilities cannot leave a chroot.
   Result<void> enter_by_chroot() {
     if (auto r = ensure_root(); !r) return r;
-    if (::umount2("/oldroot", MNT_DETACH) != 0) return fail(sys_error("detach", "old root"));
-    if (::fchdir(root_.get()) != 0) return fail(sys_error("chdir", "new root"));
-    if (::chroot(".") != 0) return fail(sys_error("chroot", "new root"));
-    if (::chdir("/") != 0) return fail(sys_error("chdir", "/"));
+    if (::umount2("/oldroot", MNT_DETACH) != 0) return fail(sys_error(Operation::detach, "old root"));
+    if (::fchdir(root_.get()) != 0) return fail(sys_error(Operation::chdir, "new root"));
+    if (::chroot(".") != 0) return fail(sys_error(Operation::chroot, "new root"));
+    if (::chdir("/") != 0) return fail(sys_error(Operation::chdir, "/"));
     return {};
   }
 
@@ -324,7 +328,7 @@ class RootBuilder {
   Result<void> chmod_path(std::string_view path, uint32_t mode) {
     auto f = open_in_root(root_.get(), path, O_RDONLY | O_NONBLOCK | O_NOCTTY);
     if (!f) return fail(f.error());
-    if (::fchmod(f->get(), mode) != 0) return fail(sys_error("chmod", path));
+    if (::fchmod(f->get(), mode) != 0) return fail(sys_error(Operation::chmod, path));
     return {};
   }
 
@@ -371,10 +375,10 @@ class RootBuilder {
         fd = sys::openat2(dir, name.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC, 0, RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH);
       }
       if (fd >= 0) return Destination{Fd(fd), true};
-      if (errno != EEXIST) return fail(sys_error(*file ? "create" : "mkdir", path));
+      if (errno != EEXIST) return fail(sys_error(*file ? Operation::create : Operation::mkdir, path));
     }
     bool followed = false;
-    auto existing = exact ? open_exact(root_.get(), path, "mount on") : open_noting_links(root_.get(), path, followed);
+    auto existing = exact ? open_exact(root_.get(), path, Operation::mount_dest) : open_noting_links(root_.get(), path, followed);
     if (existing) return Destination{std::move(*existing), false, true, followed};
     if (existing.error().err != ENOENT) return fail(existing.error());
     auto file = is_file();
@@ -395,28 +399,28 @@ class RootBuilder {
   // a mount on "/".
   Result<void> ensure_root() {
     if (root_) return {};
-    auto mnt = new_filesystem("tmpfs", "mode=755", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, "new root");
+    auto mnt = new_filesystem(Operation::mount_fs, "tmpfs", "mode=755", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, "new root");
     if (!mnt) return fail(mnt.error());
-    return attach_root(std::move(*mnt), "tmpfs", "new root");
+    return attach_root(std::move(*mnt), Operation::mount_fs, "tmpfs", "new root");
   }
 
   // `mnt` becomes the new root. What was the root is hidden below it
   // anyway; stacked on the host's "/", it is detached first, so that one
   // mount only ever sits there and the final pivot leaves exactly the old
   // root on top of the new one, for the detach to take.
-  Result<void> attach_root(Fd mnt, std::string_view what, std::string_view path) {
+  Result<void> attach_root(Fd mnt, Operation op, std::string_view what, std::string_view path) {
     if (staging_) {
       if (root_) {
-        if (auto r = attach(mnt.get(), root_.get(), what, path); !r) return r;
+        if (auto r = attach(mnt.get(), root_.get(), op, what, path); !r) return r;
       } else {
         Fd at(::openat(staging_.get(), "newroot", O_PATH | O_DIRECTORY | O_CLOEXEC));
-        if (!at) return fail(sys_error("open", "new root"));
-        if (auto r = attach(mnt.get(), at.get(), what, path); !r) return r;
+        if (!at) return fail(sys_error(Operation::open, "new root"));
+        if (auto r = attach(mnt.get(), at.get(), op, what, path); !r) return r;
       }
     } else {
-      if (root_ && ::umount2("/", MNT_DETACH) != 0) return fail(sys_error("detach", "previous new root"));
+      if (root_ && ::umount2("/", MNT_DETACH) != 0) return fail(sys_error(Operation::detach, "previous new root"));
       if (::move_mount(mnt.get(), "", AT_FDCWD, "/", MOVE_MOUNT_F_EMPTY_PATH) != 0)
-        return fail(sys_error(fmt::format("mount {} on", what), path));
+        return fail(sys_error_named(op, fmt::format("mount {} on", what), path, errno));
     }
     // The mount's own fd names its root, now the top of the stack.
     root_ = std::move(mnt);
@@ -431,16 +435,16 @@ class RootBuilder {
   Result<Fd> same_in_this_namespace(int fd) {
     const std::string label = std::to_string(fd);
     struct stat want{};
-    if (::fstat(fd, &want) != 0) return fail(sys_error("bind fd", label));
+    if (::fstat(fd, &want) != 0) return fail(sys_error(Operation::bind_fd, label));
     char target[4096];
     const ssize_t n = ::readlink(fmt::format("{}/proc/self/fd/{}", host_prefix_, fd).c_str(), target, sizeof target - 1);
-    if (n <= 0 || target[0] != '/') return fail(Error{"bind fd", EBADF, label, "no path for the fd"});
+    if (n <= 0 || target[0] != '/') return fail(sys_error(Operation::bind_fd, label, EBADF, "no path for the fd"));
     const std::string path(target, static_cast<std::size_t>(n));
     auto found = open_in_root(host_.get(), path);
-    if (!found) return fail(Error{"bind fd", found.error().err, label, path});
+    if (!found) return fail(sys_error(Operation::bind_fd, label, found.error().err, path));
     struct stat got{};
     if (::fstat(found->get(), &got) != 0 || got.st_dev != want.st_dev || got.st_ino != want.st_ino)
-      return fail(Error{"bind fd", EXDEV, label, fmt::format("{} is no longer the directory given", path)});
+      return fail(sys_error(Operation::bind_fd, label, EXDEV, fmt::format("{} is no longer the directory given", path)));
     return found;
   }
 
@@ -456,10 +460,10 @@ class RootBuilder {
     } else {
       const int in = s.source_in_root ? root_.get() : host_.get();
       auto opened =
-          s.no_symlinks ? open_exact(in, s.source, "bind") : open_noting_links(in, s.source, source_followed);
+          s.no_symlinks ? open_exact(in, s.source, Operation::bind) : open_noting_links(in, s.source, source_followed);
       if (!opened) {
         if (s.optional && opened.error().err == ENOENT) return {};
-        return fail(s.no_symlinks ? opened.error() : sys_error("bind", s.source, opened.error().err));
+        return fail(s.no_symlinks ? opened.error() : sys_error(Operation::bind, s.source, opened.error().err));
       }
       src = std::move(*opened);
     }
@@ -476,7 +480,7 @@ class RootBuilder {
     // refuses a directory on a file and the reverse.
     auto is_file = [&]() -> Result<bool> {
       struct stat st{};
-      if (::fstat(src.get(), &st) != 0) return fail(sys_error("stat", s.source));
+      if (::fstat(src.get(), &st) != 0) return fail(sys_error(Operation::stat, s.source));
       return !S_ISDIR(st.st_mode);
     };
     // Stacked on the host's "/", the new root built so far is part of a
@@ -490,34 +494,34 @@ class RootBuilder {
     const bool on_root = relative(s.dest) == ".";
     if (!staging_ && root_ && same_mount_root(src.get(), host_.get())) {
       if (!on_root)
-        return fail(Error{"bind", EINVAL, s.source, "the host's / bound elsewhere than / must be named \"/\""});
-      if (::umount2("/", MNT_DETACH) != 0) return fail(sys_error("detach", "previous new root"));
+        return fail(sys_error(Operation::bind, s.source, EINVAL, "the host's / bound elsewhere than / must be named \"/\""));
+      if (::umount2("/", MNT_DETACH) != 0) return fail(sys_error(Operation::detach, "previous new root"));
       root_.reset();
       fresh_dirs_.clear();
     }
     Fd tree(::open_tree(src.get(), "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE));
-    if (!tree) return fail(sys_error("bind", s.source));
+    if (!tree) return fail(sys_error(Operation::bind, s.source));
     if (auto r = set_attrs(tree.get(), s.attrs, s.dest); !r) return r;
     if (on_root) {
       auto file = is_file();
       if (!file) return fail(file.error());
-      if (*file) return fail(Error{"bind", ENOTDIR, s.source, "the new root must be a directory"});
-      return attach_root(std::move(tree), s.source, s.dest);
+      if (*file) return fail(sys_error(Operation::bind, s.source, ENOTDIR, "the new root must be a directory"));
+      return attach_root(std::move(tree), Operation::mount_bind, s.source, s.dest);
     }
     if (s.cover) {
       auto dest = cover_destination(s);
       if (!dest) return fail(dest.error());
       if (!*dest) return {};
       attaching(**dest);
-      return attach(tree.get(), (*dest)->fd.get(), s.source, s.dest);
+      return attach(tree.get(), (*dest)->fd.get(), Operation::mount_bind, s.source, s.dest);
     }
     auto make_point = [&]() -> Result<bool> {
       // Missing in the new root: legitimate when an earlier mount covers
       // the parent (a workspace under the private /tmp), not when the
       // parent is still the host's directory the source was found in.
       if (onto_itself && s.no_symlinks) {
-        auto host_parent = open_exact(host_.get(), parent_of(s.source), "bind");
-        auto root_parent = open_exact(root_.get(), parent_of(s.dest), "mount on");
+        auto host_parent = open_exact(host_.get(), parent_of(s.source), Operation::bind);
+        auto root_parent = open_exact(root_.get(), parent_of(s.dest), Operation::mount_dest);
         if (!host_parent || !root_parent || same_object(host_parent->get(), root_parent->get()))
           return fail(changed(s.dest, "gone from the host between two lookups"));
       }
@@ -534,7 +538,7 @@ class RootBuilder {
         !same_object(src.get(), dest->fd.get()))
       return fail(changed(s.dest, "not the object the source named"));
     attaching(*dest);
-    return attach(tree.get(), dest->fd.get(), s.source, s.dest);
+    return attach(tree.get(), dest->fd.get(), Operation::mount_bind, s.source, s.dest);
   }
 
   // Where a cover (a hidden socket's) goes: the existing path only. Gone
@@ -550,21 +554,21 @@ class RootBuilder {
     return fail(existing.error());
   }
 
-  Result<void> fresh(const MountStep& s, const char* type, const std::string& options) {
-    auto mnt = new_filesystem(type, options, s.attrs, s.dest);
+  Result<void> fresh(const MountStep& s, Operation op, const char* type, const std::string& options) {
+    auto mnt = new_filesystem(op, type, options, s.attrs, s.dest);
     if (!mnt) return fail(mnt.error());
-    if (relative(s.dest) == ".") return attach_root(std::move(*mnt), type, s.dest);
+    if (relative(s.dest) == ".") return attach_root(std::move(*mnt), op, type, s.dest);
     if (s.cover) {
       auto dest = cover_destination(s);
       if (!dest) return fail(dest.error());
       if (!*dest) return {};
       attaching(**dest);
-      return attach(mnt->get(), (*dest)->fd.get(), type, s.dest);
+      return attach(mnt->get(), (*dest)->fd.get(), op, type, s.dest);
     }
     auto dest = destination(s.dest, [] { return Result<bool>(false); }, s.parent_mode, s.no_symlinks);
     if (!dest) return fail(dest.error());
     attaching(*dest);
-    if (auto r = attach(mnt->get(), dest->fd.get(), type, s.dest); !r) return r;
+    if (auto r = attach(mnt->get(), dest->fd.get(), op, type, s.dest); !r) return r;
     // An empty tmpfs, and its fd names its root.
     if (std::string_view(type) == "tmpfs") fresh_dirs_.emplace_back(relative(s.dest), std::move(*mnt));
     return {};
@@ -573,7 +577,7 @@ class RootBuilder {
   Result<void> symlink(const MountStep& s) {
     if (auto at = in_fresh_dir(s.dest)) {
       if (::symlinkat(s.source.c_str(), at->first, at->second.c_str()) == 0) return {};
-      if (errno != EEXIST) return fail(sys_error("symlink", s.dest));
+      if (errno != EEXIST) return fail(sys_error(Operation::symlink, s.dest));
     }
     const std::size_t slash = s.dest.find_last_of('/');
     const std::string parent = s.dest.substr(0, slash + 1);
@@ -588,8 +592,8 @@ class RootBuilder {
     if (err == EEXIST && n >= 0 && std::string_view(target, n) == s.source) return {};
     // bwrap names what is in the way; errno 0 marks the text as the whole story.
     if (err == EEXIST && n >= 0)
-      return fail(Error{"symlink", 0, s.dest, fmt::format("existing destination is {}", std::string_view(target, n))});
-    return fail(sys_error("symlink", s.dest, err));
+      return fail(sys_error(Operation::symlink, s.dest, 0, fmt::format("existing destination is {}", std::string_view(target, n))));
+    return fail(sys_error(Operation::symlink, s.dest, err));
   }
 
   Result<void> write_file(const MountStep& s) {
@@ -606,16 +610,16 @@ class RootBuilder {
       const std::string name = s.dest.substr(s.dest.find_last_of('/') + 1);
       file.reset(::openat(dir->get(), name.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, s.mode));
     }
-    if (!file) return fail(sys_error("create", s.dest));
+    if (!file) return fail(sys_error(Operation::create, s.dest));
     std::string_view rest = s.data;
     while (!rest.empty()) {
       ssize_t n = ::write(file.get(), rest.data(), rest.size());
       if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return fail(sys_error("write", s.dest));
+      if (n < 0) return fail(sys_error(Operation::write, s.dest));
       rest.remove_prefix(static_cast<std::size_t>(n));
     }
     // The mode asked for, not the umask's version of it.
-    if (::fchmod(file.get(), s.mode) != 0) return fail(sys_error("chmod", s.dest));
+    if (::fchmod(file.get(), s.mode) != 0) return fail(sys_error(Operation::chmod, s.dest));
     if (!via_staging) return {};
     MountStep b;
     b.op = Op::bind;
@@ -623,14 +627,14 @@ class RootBuilder {
     b.attrs = s.attrs;
     b.dest_is_file = true;
     Fd src(::openat(staging_.get(), data_name.c_str(), O_PATH | O_CLOEXEC));
-    if (!src) return fail(sys_error("open", s.dest));
+    if (!src) return fail(sys_error(Operation::open, s.dest));
     Fd tree(::open_tree(src.get(), "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH));
-    if (!tree) return fail(sys_error("bind", s.dest));
+    if (!tree) return fail(sys_error(Operation::bind, s.dest));
     if (auto r = set_attrs(tree.get(), b.attrs, b.dest); !r) return r;
     auto dest = destination(s.dest, [] { return Result<bool>(true); }, s.parent_mode, false);
     if (!dest) return fail(dest.error());
     attaching(*dest);
-    return attach(tree.get(), dest->fd.get(), "data", s.dest);
+    return attach(tree.get(), dest->fd.get(), Operation::mount_data, "data", s.dest);
   }
 
   // overlayfs takes its layers as paths. Each host directory is opened
@@ -642,9 +646,9 @@ class RootBuilder {
     // The native front ends' overlays (the copy-on-write layers) name
     // their directories exactly: no symlink is followed on the way.
     auto host_dir = [&](const std::string& path) -> Result<std::string> {
-      auto fd = s.no_symlinks ? open_exact(host_.get(), path, "overlay source", O_PATH | O_DIRECTORY)
+      auto fd = s.no_symlinks ? open_exact(host_.get(), path, Operation::overlay_source, O_PATH | O_DIRECTORY)
                               : open_in_root(host_.get(), path, O_PATH | O_DIRECTORY);
-      if (!fd) return fail(Error{"overlay source", fd.error().err, path, {}});
+      if (!fd) return fail(s.no_symlinks ? fd.error() : sys_error(Operation::overlay_source, path, fd.error().err));
       std::string name = fmt::format("{}/proc/self/fd/{}", host_prefix_, fd->get());
       held.push_back(std::move(*fd));
       return name;
@@ -658,15 +662,15 @@ class RootBuilder {
     std::string options = fmt::format("lowerdir={}", lower);
     if (s.private_upper) {
       const std::string dir = fmt::format("overlay{}", overlays_++);
-      if (::mkdirat(staging_.get(), dir.c_str(), 0700) != 0) return fail(sys_error("mkdir", "staging/" + dir));
-      auto upper_fs = new_filesystem("tmpfs", "mode=755", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, s.dest);
+      if (::mkdirat(staging_.get(), dir.c_str(), 0700) != 0) return fail(sys_error(Operation::mkdir, "staging/" + dir));
+      auto upper_fs = new_filesystem(Operation::mount_fs, "tmpfs", "mode=755", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, s.dest);
       if (!upper_fs) return fail(upper_fs.error());
       Fd at(::openat(staging_.get(), dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-      if (!at) return fail(sys_error("open", "staging/" + dir));
-      if (auto r = attach(upper_fs->get(), at.get(), "tmpfs", s.dest); !r) return r;
+      if (!at) return fail(sys_error(Operation::open, "staging/" + dir));
+      if (auto r = attach(upper_fs->get(), at.get(), Operation::mount_fs, "tmpfs", s.dest); !r) return r;
       for (const char* sub : {"upper", "work"}) {
         const std::string path = fmt::format("{}/{}", dir, sub);
-        if (::mkdirat(staging_.get(), path.c_str(), 0755) != 0) return fail(sys_error("mkdir", "staging/" + path));
+        if (::mkdirat(staging_.get(), path.c_str(), 0755) != 0) return fail(sys_error(Operation::mkdir, "staging/" + path));
       }
       options += fmt::format(",upperdir=/{0}/upper,workdir=/{0}/work", dir);
     } else if (!s.source.empty()) {
@@ -677,13 +681,10 @@ class RootBuilder {
       options += fmt::format(",upperdir={},workdir={}", *upper, *work);
     }
     if (!s.options.empty()) options += "," + s.options;
-    auto r = fresh(s, "overlay", options);
-    // A kernel or file system without rootless overlayfs: a fact of the
-    // host the ladder names (overlay-unavailable), never a direct bind.
-    if (!r && s.no_symlinks && r.error().step == "mount overlay on")
-      return fail(Error{"overlay layer", r.error().err, s.dest,
-                        fmt::format("rootless overlayfs refused ({})", r.error().message())});
-    return r;
+    // A kernel or file system without rootless overlayfs refuses a
+    // copy-on-write layer: a fact of the host the ladder names
+    // (overlay-unavailable), never a direct bind.
+    return fresh(s, s.no_symlinks ? Operation::mount_layer : Operation::mount_fs, "overlay", options);
   }
 
   // Directories nsrun just made empty (the root of each tmpfs it mounted),
@@ -711,21 +712,21 @@ Result<Fd> enter_staging() {
   for (const char* dir : {"/tmp", "/run", "/mnt", "/var/tmp", "/dev"}) {
     struct stat st{};
     if (::lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) continue;
-    auto mnt = new_filesystem("tmpfs", "mode=700", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, dir);
+    auto mnt = new_filesystem(Operation::mount_fs, "tmpfs", "mode=700", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, dir);
     if (!mnt) return fail(mnt.error());
-    if (::mkdirat(mnt->get(), "oldroot", 0700) != 0) return fail(sys_error("mkdir", "staging/oldroot"));
-    if (::mkdirat(mnt->get(), "newroot", 0755) != 0) return fail(sys_error("mkdir", "staging/newroot"));
+    if (::mkdirat(mnt->get(), "oldroot", 0700) != 0) return fail(sys_error(Operation::mkdir, "staging/oldroot"));
+    if (::mkdirat(mnt->get(), "newroot", 0755) != 0) return fail(sys_error(Operation::mkdir, "staging/newroot"));
     Fd at(::open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (!at) return fail(sys_error("open", dir));
-    if (auto r = attach(mnt->get(), at.get(), "tmpfs", dir); !r) return fail(r.error());
-    if (::fchdir(mnt->get()) != 0) return fail(sys_error("chdir", "staging"));
-    if (sys::pivot_root(".", "oldroot") != 0) return fail(sys_error("pivot_root", "staging"));
-    if (::chdir("/") != 0) return fail(sys_error("chdir", "staging"));
+    if (!at) return fail(sys_error(Operation::open, dir));
+    if (auto r = attach(mnt->get(), at.get(), Operation::mount_fs, "tmpfs", dir); !r) return fail(r.error());
+    if (::fchdir(mnt->get()) != 0) return fail(sys_error(Operation::chdir, "staging"));
+    if (sys::pivot_root(".", "oldroot") != 0) return fail(sys_error(Operation::pivot_root, "staging"));
+    if (::chdir("/") != 0) return fail(sys_error(Operation::chdir, "staging"));
     Fd staging(::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
-    if (!staging) return fail(sys_error("open", "staging"));
+    if (!staging) return fail(sys_error(Operation::open, "staging"));
     return staging;
   }
-  return fail(Error{"staging", ENOENT, {}, "no directory to stage the new root in"});
+  return fail(sys_error(Operation::staging, {}, ENOENT, "no directory to stage the new root in"));
 }
 
 // pivot_root refuses to move the initial rootfs (an initramfs as "/", as
@@ -738,14 +739,14 @@ Result<Fd> enter_staging() {
 // mount gets the same treatment, harmlessly.
 Result<bool> make_root_pivotable() {
   struct statfs fs{};
-  if (::statfs("/", &fs) != 0) return fail(sys_error("statfs", "/"));
+  if (::statfs("/", &fs) != 0) return fail(sys_error(Operation::statfs, "/"));
   if (fs.f_type != RAMFS_MAGIC && fs.f_type != TMPFS_MAGIC) return false;
   Fd tree(::open_tree(AT_FDCWD, "/", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE));
-  if (!tree) return fail(sys_error("bind", "/ (initramfs root)"));
+  if (!tree) return fail(sys_error(Operation::bind, "/ (initramfs root)"));
   if (::move_mount(tree.get(), "", AT_FDCWD, "/", MOVE_MOUNT_F_EMPTY_PATH) != 0)
-    return fail(sys_error("mount / on", "/ (initramfs root)"));
+    return fail(sys_error_named(Operation::mount_bind, "mount / on", "/ (initramfs root)", errno));
   if (::fchdir(tree.get()) != 0 || ::chroot(".") != 0 || ::chdir("/") != 0)
-    return fail(sys_error("chroot", "/ (initramfs root)"));
+    return fail(sys_error(Operation::chroot, "/ (initramfs root)"));
   return true;
 }
 
@@ -756,7 +757,7 @@ Result<void> build_root(const std::vector<MountStep>& steps, Timeline& timeline)
   // pivot_root refuses a shared parent mount, and without this every mount
   // below would propagate back to the host.
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
-    return fail(sys_error("make private", "/"));
+    return fail(sys_error(Operation::make_private, "/"));
   auto ramfs_root = make_root_pivotable();
   if (!ramfs_root) return fail(ramfs_root.error());
 
@@ -767,17 +768,29 @@ Result<void> build_root(const std::vector<MountStep>& steps, Timeline& timeline)
     auto staging = enter_staging();
     if (!staging) return fail(staging.error());
     Fd host(::open("/oldroot", O_PATH | O_DIRECTORY | O_CLOEXEC));
-    if (!host) return fail(sys_error("open", "old root"));
+    if (!host) return fail(sys_error(Operation::open, "old root"));
     builder.emplace(std::move(*staging), std::move(host), Fd(), "/oldroot");
   } else {
     Fd host(::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
-    if (!host) return fail(sys_error("open", "/"));
+    if (!host) return fail(sys_error(Operation::open, "/"));
     builder.emplace(Fd(), std::move(host), Fd(), "");
   }
-  for (const MountStep& s : steps)
-    if (auto r = builder->run(s); !r) return r;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    if (auto r = builder->run(steps[i]); !r) {
+      // Which line of `nsrun explain`'s mount list failed (it counts from 1).
+      Error e = r.error();
+      e.plan_step = static_cast<uint32_t>(i);
+      e.phase = Phase::build;
+      return fail(e);
+    }
+  }
   timeline.mark("mounts");
-  if (auto r = *ramfs_root ? builder->enter_by_chroot() : builder->pivot(); !r) return r;
+  if (auto r = *ramfs_root ? builder->enter_by_chroot() : builder->pivot(); !r) {
+    // Its chdir is the build's, not the command's.
+    Error e = r.error();
+    e.phase = Phase::build;
+    return fail(e);
+  }
   timeline.mark("pivot");
   return {};
 }

@@ -25,7 +25,7 @@ void send_tagged(int fd, char tag, std::string_view payload) {
 Result<ChannelPair> make_channel() {
   int fds[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) != 0)
-    return fail(sys_error("socketpair", "channel"));
+    return fail(sys_error(Operation::socketpair, "channel"));
   return ChannelPair{Fd(fds[0]), Fd(fds[1])};
 }
 
@@ -61,7 +61,7 @@ void receive_raw(int fd, ChannelBytes& out) {
 }
 
 Result<ChildReport> decode(const ChannelBytes& bytes) {
-  if (bytes.failed_errno != 0) return fail(sys_error("receive", "channel", bytes.failed_errno));
+  if (bytes.failed_errno != 0) return fail(sys_error(Operation::receive, "channel", bytes.failed_errno));
   ChildReport received;
   received.timeline.assign(bytes.timeline.data(), bytes.timeline_size);
   if (bytes.has_error) {

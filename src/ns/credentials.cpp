@@ -45,7 +45,7 @@ struct CapSets {
 Result<CapSets> current_sets() {
   __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
   CapSets sets;
-  if (::syscall(SYS_capget, &header, sets.data) != 0) return fail(sys_error("read capabilities"));
+  if (::syscall(SYS_capget, &header, sets.data) != 0) return fail(sys_error(Operation::read_capabilities));
   return sets;
 }
 }  // namespace
@@ -74,11 +74,11 @@ Result<void> drop_bounding_and_ambient(const std::vector<cap_value_t>& keep) {
       if (kept(keep, c)) continue;
       if (::prctl(PR_CAPBSET_DROP, c, 0, 0, 0) == 0) continue;
       if (errno == EINVAL) break;
-      return fail(sys_error("drop bounding capability", cap_to_name(c)));
+      return fail(sys_error(Operation::drop_bounding, cap_to_name(c)));
     }
   }
   if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL)
-    return fail(sys_error("clear ambient capabilities"));
+    return fail(sys_error(Operation::clear_ambient));
   return {};
 }
 
@@ -92,16 +92,16 @@ Result<void> set_capabilities(const std::vector<cap_value_t>& keep) {
     data[c / 32].permitted |= bit;
     data[c / 32].inheritable |= bit;
   }
-  if (::syscall(SYS_capset, &header, data) != 0) return fail(sys_error("drop capabilities"));
+  if (::syscall(SYS_capset, &header, data) != 0) return fail(sys_error(Operation::drop_capabilities));
   // Kept capabilities survive execve of an ordinary binary only as ambient.
   for (cap_value_t c : keep)
     if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, c, 0, 0) != 0)
-      return fail(sys_error("raise ambient capability", cap_to_name(c)));
+      return fail(sys_error(Operation::raise_ambient, cap_to_name(c)));
   return {};
 }
 
 Result<void> set_no_new_privs() {
-  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return fail(sys_error("no_new_privs"));
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return fail(sys_error(Operation::no_new_privs));
   return {};
 }
 

@@ -15,8 +15,6 @@ namespace nsrun {
 
 namespace {
 
-constexpr const char* step = "loopback up";
-
 // SIOCGIFFLAGS: is `lo` up already? Used only when the netlink request was
 // refused, to tell "already configured" from a real failure.
 bool loopback_is_up() {
@@ -32,7 +30,7 @@ bool loopback_is_up() {
 
 Result<void> bring_up_loopback() {
   Fd nl(::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE));
-  if (!nl) return fail(sys_error(step, "netlink socket"));
+  if (!nl) return fail(sys_error(Operation::loopback_up, "netlink socket"));
 
   // RTM_NEWLINK on an existing device changes its flags: ifi_change names
   // the bits to touch, ifi_flags their new value. The device is named, not
@@ -57,22 +55,22 @@ Result<void> bring_up_loopback() {
   sockaddr_nl kernel{};
   kernel.nl_family = AF_NETLINK;
   if (::sendto(nl.get(), &req, req.hdr.nlmsg_len, 0, reinterpret_cast<sockaddr*>(&kernel), sizeof kernel) < 0)
-    return fail(sys_error(step, "RTM_NEWLINK lo"));
+    return fail(sys_error(Operation::loopback_up, "RTM_NEWLINK lo"));
 
   // The answer is one NLMSG_ERROR: error 0 is the acknowledgement.
   alignas(nlmsghdr) char buf[4096];
   ssize_t n;
   do n = ::recv(nl.get(), buf, sizeof buf, 0);
   while (n < 0 && errno == EINTR);
-  if (n < 0) return fail(sys_error(step, "RTM_NEWLINK lo (ack)"));
+  if (n < 0) return fail(sys_error(Operation::loopback_up, "RTM_NEWLINK lo (ack)"));
   const auto* hdr = reinterpret_cast<const nlmsghdr*>(buf);
   if (!NLMSG_OK(hdr, static_cast<unsigned>(n)) || hdr->nlmsg_type != NLMSG_ERROR)
-    return fail(sys_error(step, "RTM_NEWLINK lo (ack)", EPROTO));
+    return fail(sys_error(Operation::loopback_up, "RTM_NEWLINK lo (ack)", EPROTO));
   const auto* answer = static_cast<const nlmsgerr*>(NLMSG_DATA(hdr));
   if (answer->error == 0) return {};
   const int err = -answer->error;
   if (loopback_is_up()) return {};
-  return fail(sys_error(step, "RTM_NEWLINK lo", err));
+  return fail(sys_error(Operation::loopback_up, "RTM_NEWLINK lo", err));
 }
 
 }  // namespace nsrun

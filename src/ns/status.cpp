@@ -46,16 +46,21 @@ std::string start_status(pid_t child, const NamespaceIds& ids, bool pretty) {
 
 std::string exit_status_line(int exit_code) { return fmt::format("{{ \"exit-code\": {} }}\n", exit_code); }
 
-Result<void> write_status(int fd, std::string_view text, std::string_view step) {
-  return write_all(fd, text, step, std::to_string(fd));
+Result<void> write_status(int fd, std::string_view text, Operation op) {
+  auto r = write_all(fd, text, step_name(op), std::to_string(fd));
+  if (!r) {
+    r.error().op = op;
+    r.error().phase = phase_of(op);
+  }
+  return r;
 }
 
-Result<void> wait_on_fd(int fd, std::string_view step) {
+Result<void> wait_on_fd(int fd, Operation op) {
   char byte;
   ssize_t n;
   do n = ::read(fd, &byte, 1);
   while (n < 0 && errno == EINTR);
-  if (n < 0) return fail(sys_error(step, std::to_string(fd)));
+  if (n < 0) return fail(sys_error(op, std::to_string(fd)));
   return {};
 }
 
@@ -63,11 +68,11 @@ Result<std::vector<Fd>> take_locks(const std::vector<std::string>& paths) {
   std::vector<Fd> held;
   for (const auto& path : paths) {
     Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
-    if (!fd) return fail(sys_error("lock-file open", path));
+    if (!fd) return fail(sys_error(Operation::lock_open, path));
     struct flock lock{};
     lock.l_type = F_RDLCK;
     lock.l_whence = SEEK_SET;
-    if (::fcntl(fd.get(), F_SETLK, &lock) != 0) return fail(sys_error("lock-file lock", path));
+    if (::fcntl(fd.get(), F_SETLK, &lock) != 0) return fail(sys_error(Operation::lock_lock, path));
     held.push_back(std::move(fd));
   }
   return held;

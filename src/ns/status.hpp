@@ -33,11 +33,12 @@ pid_t own_pid_outside();
 std::string start_status(pid_t child, const NamespaceIds& ids, bool pretty);
 std::string exit_status_line(int exit_code);
 
-// Writes all of `text` to `fd`; the step names the option.
-Result<void> write_status(int fd, std::string_view text, std::string_view step);
+// Writes all of `text` to `fd`; `op` names the option (--info-fd or
+// --json-status-fd).
+Result<void> write_status(int fd, std::string_view text, Operation op);
 
 // Child side: waits until `fd` has a byte to read or reaches end-of-file.
-Result<void> wait_on_fd(int fd, std::string_view step);
+Result<void> wait_on_fd(int fd, Operation op);
 
 // Child side, after the new root is in place: opens each path inside and
 // takes a shared (read) lock on it; the fds keep the locks for as long as

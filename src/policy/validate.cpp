@@ -89,6 +89,17 @@ bool binds(MountOp::Kind k) {
 
 std::string option_of(MountOp::Kind k) { return fmt::format("--{}", name(k)); }
 
+bool layered(MountOp::Kind k) {
+  return binds(k) || k == MountOp::Kind::overlay || k == MountOp::Kind::tmp_overlay || k == MountOp::Kind::ro_overlay;
+}
+
+// A path of a bind or an overlay that cannot be used: marked so that the
+// bwrap dialect words it as bwrap does ("Can't find source path").
+Result<void> mount_path(MountOp::Kind k, Result<void> r) {
+  if (!r && layered(k) && !r.error().path.empty()) r.error().op = Operation::find_source;
+  return r;
+}
+
 // A NUL ends a string at the system call: "/\0/var/tmp/x" reaches the
 // kernel as "/", so a writable root that looked narrow would be the whole
 // file system. Every string of the Policy that becomes a path, a name, an
@@ -120,14 +131,53 @@ Result<void> no_nul_anywhere(const Policy& p) {
   for (const auto& m : p.mounts) {
     const std::string option = option_of(m.kind);
     for (const std::string* s : {&m.source, &m.dest, &m.workdir})
-      if (auto r = no_nul(option, *s); !r) return r;
-    if (auto r = each(option, m.layers); !r) return r;
+      if (auto r = mount_path(m.kind, no_nul(option, *s)); !r) return r;
+    if (auto r = mount_path(m.kind, each(option, m.layers)); !r) return r;
   }
   for (const auto& e : p.env) {
     const std::string option = fmt::format("--{}env", name(e.kind));
     if (auto r = no_nul(option, e.name); !r) return r;
     if (auto r = no_nul(option, e.value); !r) return r;
   }
+  return {};
+}
+
+// One mount of the policy (validate() below).
+Result<void> check_mount(const Policy& p, const MountOp& m) {
+  const std::string option = option_of(m.kind);
+  if (auto r = absolute(option, m.dest); !r) return r;
+  // With the preset, the policy's own mounts follow the private /dev,
+  // /proc and /tmp; a bind or overlay on / would cover them all again
+  // (issue 10, item 3). Without it (bwrap's dialect) the order is the
+  // caller's, as in bwrap.
+  const bool layered_kind = layered(m.kind);
+  if (p.preset && p.mode != Mode::full_access) {
+    // ".." is resolved in the new root, through its symlinks (/var/run/..
+    // is /): no lexical check could say where it lands.
+    const Components c = components(m.dest);
+    if (c.dot_dot) return fail(bad(option, m.dest, "a '..' component (name the destination plainly)"));
+    if (layered_kind && c.root)
+      return fail(bad(option, m.dest, "would cover the sandbox's own /proc, /dev and /tmp (use --writable / for "
+                                      "a writable host)"));
+  }
+  if (binds(m.kind) && !m.optional && !m.source_fd)
+    if (auto r = existing(option, m.source); !r) return r;
+  if (binds(m.kind) && m.optional)
+    if (auto r = absolute(option, m.source); !r) return r;
+  if (m.kind == MountOp::Kind::overlay || m.kind == MountOp::Kind::tmp_overlay ||
+      m.kind == MountOp::Kind::ro_overlay) {
+    if (m.layers.empty()) return fail(bad(option, m.dest, "no lower layer"));
+    for (const auto& layer : m.layers)
+      if (auto r = existing(option, layer); !r) return r;
+    if (m.kind == MountOp::Kind::overlay) {
+      if (auto r = existing(option, m.source); !r) return r;
+      if (auto r = existing(option, m.workdir); !r) return r;
+    }
+  }
+  if (m.kind == MountOp::Kind::symlink && m.source.empty())
+    return fail(bad(option, m.dest, "empty symlink target"));
+  if (m.kind == MountOp::Kind::chmod && !m.perms)
+    return fail(bad(option, m.dest, "no mode given"));
   return {};
 }
 
@@ -152,41 +202,7 @@ Result<void> validate(const Policy& p, bool need_command) {
   }
 
   for (const auto& m : p.mounts) {
-    const std::string option = option_of(m.kind);
-    if (auto r = absolute(option, m.dest); !r) return r;
-    // With the preset, the policy's own mounts follow the private /dev,
-    // /proc and /tmp; a bind or overlay on / would cover them all again
-    // (issue 10, item 3). Without it (bwrap's dialect) the order is the
-    // caller's, as in bwrap.
-    const bool layered = binds(m.kind) || m.kind == MountOp::Kind::overlay || m.kind == MountOp::Kind::tmp_overlay ||
-                         m.kind == MountOp::Kind::ro_overlay;
-    if (p.preset && p.mode != Mode::full_access) {
-      // ".." is resolved in the new root, through its symlinks (/var/run/..
-      // is /): no lexical check could say where it lands.
-      const Components c = components(m.dest);
-      if (c.dot_dot) return fail(bad(option, m.dest, "a '..' component (name the destination plainly)"));
-      if (layered && c.root)
-        return fail(bad(option, m.dest, "would cover the sandbox's own /proc, /dev and /tmp (use --writable / for "
-                                        "a writable host)"));
-    }
-    if (binds(m.kind) && !m.optional && !m.source_fd)
-      if (auto r = existing(option, m.source); !r) return r;
-    if (binds(m.kind) && m.optional)
-      if (auto r = absolute(option, m.source); !r) return r;
-    if (m.kind == MountOp::Kind::overlay || m.kind == MountOp::Kind::tmp_overlay ||
-        m.kind == MountOp::Kind::ro_overlay) {
-      if (m.layers.empty()) return fail(bad(option, m.dest, "no lower layer"));
-      for (const auto& layer : m.layers)
-        if (auto r = existing(option, layer); !r) return r;
-      if (m.kind == MountOp::Kind::overlay) {
-        if (auto r = existing(option, m.source); !r) return r;
-        if (auto r = existing(option, m.workdir); !r) return r;
-      }
-    }
-    if (m.kind == MountOp::Kind::symlink && m.source.empty())
-      return fail(bad(option, m.dest, "empty symlink target"));
-    if (m.kind == MountOp::Kind::chmod && !m.perms)
-      return fail(bad(option, m.dest, "no mode given"));
+    if (auto r = mount_path(m.kind, check_mount(p, m)); !r) return r;
     if (m.perms && *m.perms > 07777)
       return fail(bad("--perms", m.dest, fmt::format("mode {:o} out of range", *m.perms)));
   }

@@ -43,7 +43,7 @@ std::string describe_filter(const FilterSpec& spec, const BpfProgram& program) {
 Result<void> load_filter(const BpfProgram& program) {
   if (program.empty()) return {};
   sock_fprog prog{static_cast<unsigned short>(program.size()), const_cast<sock_filter*>(program.data())};
-  if (::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) != 0) return fail(sys_error("seccomp"));
+  if (::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) != 0) return fail(sys_error(Operation::seccomp_load));
   return {};
 }
 

@@ -19,13 +19,18 @@ Result<std::vector<BpfProgram>> read_user_programs(const std::vector<int>& fds) 
     // The kernel loads at most BPF_MAXINSNS instructions per program: more
     // is refused before it is read into memory.
     auto read = read_all(fd, "read seccomp data", std::to_string(fd), BPF_MAXINSNS * sizeof(sock_filter));
-    if (!read) return fail(read.error());
+    if (!read) {
+      Error e = read.error();
+      e.op = Operation::seccomp_read;
+      e.phase = phase_of(e.op);
+      return fail(e);
+    }
     const std::string& data = *read;
     // What the kernel would answer to loading it, found before anything runs.
-    if (data.empty()) return fail(Error{"seccomp", EINVAL, std::to_string(fd), "an empty program"});
+    if (data.empty()) return fail(sys_error(Operation::seccomp_load, std::to_string(fd), EINVAL, "an empty program"));
     if (data.size() % sizeof(sock_filter) != 0)
-      return fail(Error{"read seccomp data", EINVAL, std::to_string(fd),
-                        "not a whole number of BPF instructions"});
+      return fail(sys_error(Operation::seccomp_read, std::to_string(fd), EINVAL,
+                            "not a whole number of BPF instructions"));
     BpfProgram program(data.size() / sizeof(sock_filter));
     std::memcpy(program.data(), data.data(), data.size());
     out.push_back(std::move(program));

@@ -219,15 +219,15 @@ TEST_CASE("bwrap: --userns, --userns2 and --pidns join existing namespaces", "[b
   auto ids = parse({"--userns", "3", "--uid", "0", "--gid", "0", "true"});
   REQUIRE(ids);
   CHECK(ids->policy.uid == 0u);
-  CHECK(bwrap_message(Error{"setuid", EINVAL, "5", {}}) == "unable to switch to uid 5: Invalid argument");
+  CHECK(bwrap_message(sys_error(Operation::setuid, "5", EINVAL)) == "unable to switch to uid 5: Invalid argument");
 
   // setns failures in bwrap's words.
-  CHECK(bwrap_message(Error{"setns userns", EINVAL, "3", {}}) ==
+  CHECK(bwrap_message(sys_error(Operation::setns_userns, "3", EINVAL)) ==
         "Joining the specified user namespace failed, it might not be a descendant of the current user namespace.");
-  CHECK(bwrap_message(Error{"setns userns", EBADF, "3", {}}) ==
+  CHECK(bwrap_message(sys_error(Operation::setns_userns, "3", EBADF)) ==
         "Joining specified user namespace failed: Bad file descriptor");
-  CHECK(bwrap_message(Error{"setns userns2", EPERM, "4", {}}) == "Setting userns2 failed: Operation not permitted");
-  CHECK(bwrap_message(Error{"setns pidns", EINVAL, "5", {}}) == "Setting pidns failed: Invalid argument");
+  CHECK(bwrap_message(sys_error(Operation::setns_userns2, "4", EPERM)) == "Setting userns2 failed: Operation not permitted");
+  CHECK(bwrap_message(sys_error(Operation::setns_pidns, "5", EINVAL)) == "Setting pidns failed: Invalid argument");
 }
 
 TEST_CASE("bwrap: capabilities follow --cap-add / --cap-drop in order", "[bwrap]") {
@@ -341,17 +341,18 @@ TEST_CASE("bwrap: bad input gets bwrap's words", "[bwrap]") {
 }
 
 TEST_CASE("bwrap: nsrun's errors in bwrap's words", "[bwrap]") {
-  CHECK(bwrap_message(sys_error("mount proc on", "/proc", EPERM)) ==
+  CHECK(bwrap_message(sys_error(Operation::mount_proc, "/proc", EPERM)) ==
         "Can't mount proc on /newroot/proc: Operation not permitted");
-  CHECK(bwrap_message(sys_error("bind", "/x", ENOENT)) == "Can't find source path /x: No such file or directory");
+  CHECK(bwrap_message(sys_error(Operation::bind, "/x", ENOENT)) == "Can't find source path /x: No such file or directory");
   Error missing = usage_error("--bind", "No such file or directory");
   missing.path = "/x";
+  missing.op = Operation::find_source;
   CHECK(bwrap_message(missing) == "Can't find source path /x: No such file or directory");
-  CHECK(bwrap_message(sys_error("clone", "CLONE_NEWUSER", EPERM)).starts_with("No permissions to create a new namespace"));
-  CHECK(bwrap_message(sys_error("write", "/proc/self/uid_map", EACCES)) == "setting up uid map: Permission denied");
-  CHECK(bwrap_message(sys_error("exec", "nope", ENOENT)) == "execvp nope: No such file or directory");
-  CHECK(bwrap_message(sys_error("chdir", "/n", ENOENT)) == "Can't chdir to /n: No such file or directory");
-  CHECK(bwrap_message(sys_error("symlink", "/tmp", EEXIST)) == "Can't make symlink at /tmp: File exists");
+  CHECK(bwrap_message(sys_error(Operation::clone, "CLONE_NEWUSER", EPERM)).starts_with("No permissions to create a new namespace"));
+  CHECK(bwrap_message(sys_error(Operation::write_uid_map, "/proc/self/uid_map", EACCES)) == "setting up uid map: Permission denied");
+  CHECK(bwrap_message(sys_error(Operation::exec, "nope", ENOENT)) == "execvp nope: No such file or directory");
+  CHECK(bwrap_message(sys_error(Operation::chdir, "/n", ENOENT)) == "Can't chdir to /n: No such file or directory");
+  CHECK(bwrap_message(sys_error(Operation::symlink, "/tmp", EEXIST)) == "Can't make symlink at /tmp: File exists");
 }
 
 TEST_CASE("bwrap: --help lists every option; --version names nsrun and bubblewrap", "[bwrap]") {
@@ -497,14 +498,14 @@ TEST_CASE("bwrap: --proc binds the caller's /proc without a PID namespace of its
 }
 
 TEST_CASE("bwrap: a refused clone in bwrap's words", "[bwrap]") {
-  CHECK(bwrap_message(sys_error("clone", "CLONE_NEWUSER|CLONE_NEWNS", EPERM), true) ==
+  CHECK(bwrap_message(sys_error(Operation::clone, "CLONE_NEWUSER|CLONE_NEWNS", EPERM), true) ==
         "No permissions to create a new namespace, likely because the kernel does not allow non-privileged user "
         "namespaces. On e.g. debian this can be enabled with 'sysctl kernel.unprivileged_userns_clone=1'.");
-  CHECK(bwrap_message(sys_error("clone", "CLONE_NEWNS", EPERM), false) ==
+  CHECK(bwrap_message(sys_error(Operation::clone, "CLONE_NEWNS", EPERM), false) ==
         "Creating new namespace failed: Operation not permitted");
-  CHECK(bwrap_message(sys_error("clone", "CLONE_NEWUSER|CLONE_NEWPID", ENOSPC), true) ==
+  CHECK(bwrap_message(sys_error(Operation::clone, "CLONE_NEWUSER|CLONE_NEWPID", ENOSPC), true) ==
         "Creating new namespace failed: nesting depth or /proc/sys/user/max_*_namespaces exceeded (ENOSPC)");
-  CHECK(bwrap_message(sys_error("mount proc on", "/proc", EPERM)) ==
+  CHECK(bwrap_message(sys_error(Operation::mount_proc, "/proc", EPERM)) ==
         "Can't mount proc on /newroot/proc: Operation not permitted");
 }
 
@@ -540,10 +541,10 @@ TEST_CASE("bwrap: root starts from its own effective capabilities", "[bwrap][man
 }
 
 TEST_CASE("bwrap: kernel refusals of a seccomp program and a symlink in bwrap's words", "[bwrap][manual]") {
-  CHECK(bwrap_message(sys_error("seccomp", "", EINVAL)) ==
+  CHECK(bwrap_message(sys_error(Operation::seccomp_load, "", EINVAL)) ==
         "Unable to set up system call filtering as requested: prctl(PR_SET_SECCOMP) reported EINVAL. (Hint: this "
         "requires a kernel configured with CONFIG_SECCOMP and CONFIG_SECCOMP_FILTER.)");
-  CHECK(bwrap_message(sys_error("seccomp", "", EACCES)) == "prctl(PR_SET_SECCOMP): Permission denied");
-  CHECK(bwrap_message(Error{"symlink", 0, "/tmp/l", "existing destination is a"}) ==
+  CHECK(bwrap_message(sys_error(Operation::seccomp_load, "", EACCES)) == "prctl(PR_SET_SECCOMP): Permission denied");
+  CHECK(bwrap_message(sys_error(Operation::symlink, "/tmp/l", 0, "existing destination is a")) ==
         "Can't make symlink at /tmp/l: existing destination is a");
 }

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <string>
 
+#include "launch/ladder.hpp"
 #include "layers/changes.hpp"
 #include "layers/dirs.hpp"
 #include "mount/plan.hpp"
@@ -195,4 +196,14 @@ TEST_CASE("cow: changes and patch of plain directories") {
         "diff --git a/mode b/mode\nold mode 100644\nnew mode 100755\n"
         "diff --git a/new b/new\nnew file mode 100644\n--- /dev/null\n+++ b/new\n@@ -0,0 +1 @@\n+added\n"
         "\\ No newline at end of file\n");
+}
+
+TEST_CASE("cow: a refused layer overlay is overlay-unavailable, other failures stay the user's") {
+  for (int err : {EPERM, EINVAL, ENODEV, EOPNOTSUPP}) {
+    Error e = sys_error(Operation::mount_layer, "/ws", err);
+    CHECK(classify_namespace_failure(e, ProcMode::fresh) == "overlay-unavailable");
+  }
+  CHECK(classify_namespace_failure(sys_error(Operation::mount_layer, "/ws", ENOENT), ProcMode::fresh).empty());
+  // The bwrap dialect's own overlays keep their own failure.
+  CHECK(classify_namespace_failure(sys_error(Operation::mount_fs, "/ws", EPERM), ProcMode::fresh).empty());
 }

@@ -157,18 +157,20 @@ TEST_CASE("a later writable bind over a read-only one is expressible", "[unit][l
 }
 
 TEST_CASE("reason codes from namespace-rung errors", "[unit][ladder]") {
-  auto err = [](std::string step, int e, std::string path = {}) { return Error{std::move(step), e, std::move(path), {}}; };
+  auto err = [](Operation op, int e, std::string_view path = {}) { return sys_error(op, path, e); };
   for (int e : {EPERM, EINVAL, ENOSPC, EUSERS})
-    CHECK(classify_namespace_failure(err("clone", e, "CLONE_NEWUSER"), ProcMode::fresh) == clone_refused);
-  CHECK(classify_namespace_failure(err("clone", ENOMEM), ProcMode::fresh).empty());
-  CHECK(classify_namespace_failure(err("write", EPERM, "/proc/self/uid_map"), ProcMode::fresh) == reason::idmap_denied);
-  CHECK(classify_namespace_failure(err("open", EACCES, "/proc/self/setgroups"), ProcMode::fresh) == reason::idmap_denied);
-  CHECK(classify_namespace_failure(err("mount proc on", EPERM, "/proc"), ProcMode::fresh) == reason::proc_masked);
+    CHECK(classify_namespace_failure(err(Operation::clone, e, "CLONE_NEWUSER"), ProcMode::fresh) == clone_refused);
+  CHECK(classify_namespace_failure(err(Operation::clone, ENOMEM), ProcMode::fresh).empty());
+  CHECK(classify_namespace_failure(err(Operation::write_uid_map, EPERM, "/proc/self/uid_map"), ProcMode::fresh) ==
+        reason::idmap_denied);
+  CHECK(classify_namespace_failure(err(Operation::write_setgroups, EACCES, "/proc/self/setgroups"), ProcMode::fresh) ==
+        reason::idmap_denied);
+  CHECK(classify_namespace_failure(err(Operation::mount_proc, EPERM, "/proc"), ProcMode::fresh) == reason::proc_masked);
   // Not the host's refusal: never a reason to move.
-  CHECK(classify_namespace_failure(err("mount proc on", EPERM, "/proc"), ProcMode::host_bind).empty());
-  CHECK(classify_namespace_failure(err("mount proc on", ENODEV, "/proc"), ProcMode::fresh).empty());
-  CHECK(classify_namespace_failure(err("bind", ENOENT, "/no/such"), ProcMode::fresh).empty());
-  CHECK(classify_namespace_failure(err("chdir", ENOENT, "/x"), ProcMode::fresh).empty());
+  CHECK(classify_namespace_failure(err(Operation::mount_proc, EPERM, "/proc"), ProcMode::host_bind).empty());
+  CHECK(classify_namespace_failure(err(Operation::mount_proc, ENODEV, "/proc"), ProcMode::fresh).empty());
+  CHECK(classify_namespace_failure(err(Operation::bind, ENOENT, "/no/such"), ProcMode::fresh).empty());
+  CHECK(classify_namespace_failure(err(Operation::chdir, ENOENT, "/x"), ProcMode::fresh).empty());
 }
 
 TEST_CASE("which namespace the host refused", "[unit][ladder]") {
