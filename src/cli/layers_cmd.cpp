@@ -58,6 +58,7 @@ Where where(const std::string& cow_dir) {
   if (ctx.lookup && ctx.socket_env.home.starts_with('/'))
     if (auto found = ctx.lookup(ctx.socket_env.home); found && found->dir) home = found->real;
   resolve_layers(w.policy, ctx.socket_env.xdg_runtime_dir, ctx.xdg_state_home, home);
+  settle_layers(w.policy);
   return w;
 }
 

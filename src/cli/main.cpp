@@ -79,22 +79,22 @@ int main(int argc, char** argv) {
       fmt::print("nsrun {}\n", NSRUN_VERSION);
       return 0;
     case Invocation::Action::policy:
-      if (auto r = nsrun::validate(inv->policy, false); !r) return report(r.error());
+      if (auto r = nsrun::validate(inv->policy, false, inv->mount_options); !r) return report(r.error());
       fmt::print("{}\n", nsrun::json::dump(nsrun::to_json(inv->policy)));
       return 0;
     case Invocation::Action::explain: {
-      if (auto r = nsrun::validate(inv->policy, false); !r) return report(r.error());
+      if (auto r = nsrun::validate(inv->policy, false, inv->mount_options); !r) return report(r.error());
       auto text = nsrun::explain(inv->policy);
       if (!text) return report(text.error());
       fmt::print("{}", *text);
       return 0;
     }
     case Invocation::Action::probe:
-      if (auto r = nsrun::validate(inv->policy, false); !r) return report(r.error());
+      if (auto r = nsrun::validate(inv->policy, false, inv->mount_options); !r) return report(r.error());
       return nsrun::probe_rungs(inv->policy, inv->json);
     case Invocation::Action::run:
       break;
   }
-  if (auto r = nsrun::validate(inv->policy, true); !r) return report(r.error());
+  if (auto r = nsrun::validate(inv->policy, true, inv->mount_options); !r) return report(r.error());
   return nsrun::run(inv->policy);
 }

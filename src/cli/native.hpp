@@ -3,6 +3,7 @@
 
 #include <span>
 #include <string>
+#include <vector>
 
 #include "policy/policy.hpp"
 #include "policy/sockets.hpp"
@@ -15,6 +16,10 @@ struct Invocation {
   Action action = Action::run;
   Policy policy;
   bool json = false;  // nsrun probe --json
+  // For each of policy.mounts, the option that added it as the user typed
+  // it (`--ro`, which is a ro_bind), so that validate() names that option;
+  // empty: from a --policy file, named by its kind.
+  std::vector<std::string> mount_options;
 };
 
 // What the front end reads from the caller's world, passed in so parsing

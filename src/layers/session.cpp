@@ -49,6 +49,7 @@ void remove_stale_work(int parent, const std::string& shown) {
 Result<Session> Session::open(const Policy& policy) {
   Session s;
   s.policy_ = policy;
+  settle_layers(s.policy_);
   CowLayers& l = s.policy_.layers;
   const bool writing = policy.mode == Mode::workspace_write;
   // A work directory made under a temporary name, locked, then renamed:

@@ -86,7 +86,7 @@ Result<void> validate_layers(const Policy& p) {
     return fail(usage_error("--home-layer",
                             fmt::format("'{}' is not a layer name (1 to 64 of A-Z a-z 0-9 . _ -, not starting with .)",
                                         p.home_layer)));
-  if (p.workspace_mode == WorkspaceMode::cow && p.layers.run_base.empty())
+  if (p.workspace_mode == WorkspaceMode::cow && run_base_of(p).empty())
     return fail(usage_error("--workspace-mode", "no directory for the run layer: set XDG_RUNTIME_DIR or HOME, or give --cow-dir DIR"));
   return {};
 }
@@ -98,16 +98,27 @@ namespace nsrun {
 void resolve_layers(Policy& p, std::string_view runtime, std::string_view state, std::string_view home) {
   CowLayers& l = p.layers;
   if (l.home.empty() && home.starts_with('/') && home != "/") l.home = home;
-  if (l.run_base.empty()) l.run_base = p.cow_dir.empty() ? default_run_base(runtime, state, l.home) : p.cow_dir;
+  if (l.run_base.empty()) l.run_base = default_run_base(runtime, state, l.home);
   if (l.home_base.empty()) l.home_base = default_home_base(state, l.home);
-  if (l.home_name.empty()) l.home_name = p.home_layer.empty() ? default_layer_name(p.workspace) : p.home_layer;
 }
 
 }  // namespace nsrun
 
 namespace nsrun {
 
+void settle_layers(Policy& p) {
+  p.layers.run_base = run_base_of(p);
+  p.layers.home_name = home_name_of(p);
+}
+
+std::string run_base_of(const Policy& p) { return p.cow_dir.empty() ? p.layers.run_base : p.cow_dir; }
+
+std::string home_name_of(const Policy& p) {
+  return p.home_layer.empty() ? default_layer_name(p.workspace) : p.home_layer;
+}
+
 void preview_layers(Policy& p) {
+  settle_layers(p);
   CowLayers& l = p.layers;
   if (p.workspace_mode == WorkspaceMode::cow && !l.run_base.empty() && l.workspace.upper.empty())
     l.workspace = {p.workspace, l.run_base + "/<run id>/upper", l.run_base + "/<run id>/work-<launch>"};

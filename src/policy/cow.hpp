@@ -34,9 +34,10 @@ struct LayerDirs {
 // this run); `nsrun policy` prints them for review.
 struct CowLayers {
   std::string home;        // the caller's $HOME, canonical; empty: none usable
-  std::string run_base;    // where run layers go (--cow-dir, else $XDG_RUNTIME_DIR/nsrun/runs, ...)
+  std::string run_base;    // where run layers go: from the environment ($XDG_RUNTIME_DIR/nsrun/runs, ...),
+                           // and --cow-dir once settled (settle_layers())
   std::string home_base;   // where home layers go ($XDG_STATE_HOME/nsrun/home, ...)
-  std::string home_name;   // the home layer's name (--home-layer, else one per workspace)
+  std::string home_name;   // the home layer's name, once settled (--home-layer, else one per workspace)
   // Made at launch (src/layers/):
   std::string run_id;
   LayerDirs workspace;     // the workspace overlay
@@ -86,6 +87,12 @@ void resolve_layers(Policy& policy, std::string_view xdg_runtime_dir, std::strin
 }  // namespace nsrun
 
 namespace nsrun {
+// The run base (--cow-dir wins) and the home layer's name, from the
+// options: done by the launch and explain, not the front end, so an
+// option and its Policy JSON field make the same Policy.
+std::string run_base_of(const Policy& policy);
+std::string home_name_of(const Policy& policy);
+void settle_layers(Policy& policy);
 // For `nsrun explain`: the layer directories a launch would make, named
 // with placeholders ("<run id>", "<launch>"); nothing is created.
 void preview_layers(Policy& policy);

@@ -87,7 +87,12 @@ bool binds(MountOp::Kind k) {
   return k == MountOp::Kind::bind || k == MountOp::Kind::ro_bind || k == MountOp::Kind::dev_bind;
 }
 
-std::string option_of(MountOp::Kind k) { return fmt::format("--{}", name(k)); }
+// The option a mount is named by in errors: as the front end says the user
+// typed it, else by its kind (bwrap's spelling, and JSON's kind names).
+std::string option_of(const Policy& p, std::size_t i, std::span<const std::string> typed) {
+  if (i < typed.size() && !typed[i].empty()) return typed[i];
+  return fmt::format("--{}", name(p.mounts[i].kind));
+}
 
 bool layered(MountOp::Kind k) {
   return binds(k) || k == MountOp::Kind::overlay || k == MountOp::Kind::tmp_overlay || k == MountOp::Kind::ro_overlay;
@@ -110,7 +115,7 @@ Result<void> no_nul(std::string_view field, const std::string& value) {
   return fail(bad(field, value, "contains a NUL byte"));
 }
 
-Result<void> no_nul_anywhere(const Policy& p) {
+Result<void> no_nul_anywhere(const Policy& p, std::span<const std::string> mount_options) {
   auto each = [](std::string_view field, const std::vector<std::string>& values) -> Result<void> {
     for (const auto& v : values)
       if (auto r = no_nul(field, v); !r) return r;
@@ -128,8 +133,9 @@ Result<void> no_nul_anywhere(const Policy& p) {
   if (auto r = each("--cap-add", p.cap_add); !r) return r;
   if (auto r = each("--lock-file", p.lock_files); !r) return r;
   if (auto r = each("command", p.argv); !r) return r;
-  for (const auto& m : p.mounts) {
-    const std::string option = option_of(m.kind);
+  for (std::size_t i = 0; i < p.mounts.size(); ++i) {
+    const MountOp& m = p.mounts[i];
+    const std::string option = option_of(p, i, mount_options);
     for (const std::string* s : {&m.source, &m.dest, &m.workdir})
       if (auto r = mount_path(m.kind, no_nul(option, *s)); !r) return r;
     if (auto r = mount_path(m.kind, each(option, m.layers)); !r) return r;
@@ -142,9 +148,8 @@ Result<void> no_nul_anywhere(const Policy& p) {
   return {};
 }
 
-// One mount of the policy (validate() below).
-Result<void> check_mount(const Policy& p, const MountOp& m) {
-  const std::string option = option_of(m.kind);
+// One mount of the policy (validate() below); `option` names it in errors.
+Result<void> check_mount(const Policy& p, const MountOp& m, const std::string& option) {
   if (auto r = absolute(option, m.dest); !r) return r;
   // With the preset, the policy's own mounts follow the private /dev,
   // /proc and /tmp; a bind or overlay on / would cover them all again
@@ -183,8 +188,8 @@ Result<void> check_mount(const Policy& p, const MountOp& m) {
 
 }  // namespace
 
-Result<void> validate(const Policy& p, bool need_command) {
-  if (auto r = no_nul_anywhere(p); !r) return r;
+Result<void> validate(const Policy& p, bool need_command, std::span<const std::string> mount_options) {
+  if (auto r = no_nul_anywhere(p, mount_options); !r) return r;
   if (need_command && p.argv.empty()) return fail(usage_error("command", "no command given"));
   if (!p.argv.empty() && p.argv.front().empty()) return fail(usage_error("command", "empty command name"));
 
@@ -201,8 +206,9 @@ Result<void> validate(const Policy& p, bool need_command) {
     if (auto r = outside_private_mounts("--writable", dir); !r) return r;
   }
 
-  for (const auto& m : p.mounts) {
-    if (auto r = mount_path(m.kind, check_mount(p, m)); !r) return r;
+  for (std::size_t i = 0; i < p.mounts.size(); ++i) {
+    const MountOp& m = p.mounts[i];
+    if (auto r = mount_path(m.kind, check_mount(p, m, option_of(p, i, mount_options))); !r) return r;
     if (m.perms && *m.perms > 07777)
       return fail(bad("--perms", m.dest, fmt::format("mode {:o} out of range", *m.perms)));
   }

@@ -263,7 +263,7 @@ TEST_CASE("a path with a newline gives one line, the newline escaped", "[input][
   INFO(r.err);
   CHECK(r.exit_code == 125);
   CHECK(count_lines(r.err) == 1);
-  CHECK(r.err == "nsrun: --ro-bind " + ws.path() + "/no\\nsuch: forged line: No such file or directory\n");
+  CHECK(r.err == "nsrun: --ro " + ws.path() + "/no\\nsuch: forged line: No such file or directory\n");
   CHECK_FALSE(file_exists(ws / "ran"));
 }
 

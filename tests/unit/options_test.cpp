@@ -1,0 +1,226 @@
+// The option table (src/cli/options.cpp) is the one place an option is
+// declared (issue 12): these tests hold the other places to it: --help of
+// both dialects, the man page, the Policy JSON fields, and the names
+// errors use.
+#include <catch2/catch_test_macros.hpp>
+
+#include <unistd.h>
+
+#include <cctype>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/bwrap.hpp"
+#include "cli/native.hpp"
+#include "cli/options.hpp"
+#include "policy/json.hpp"
+#include "policy/policy_json.hpp"
+#include "policy/validate.hpp"
+#include "sys/fd.hpp"
+
+#ifndef NSRUN_SOURCE_DIR
+#error "tests/meson.build passes NSRUN_SOURCE_DIR, the source root"
+#endif
+
+using namespace nsrun;
+
+namespace {
+
+CallerContext context() {
+  CallerContext c;
+  c.cwd = "/tmp";
+  return c;
+}
+
+std::size_t words(std::string_view s) {
+  std::size_t n = 0;
+  bool in = false;
+  for (char c : s) {
+    if (c != ' ' && !in) ++n;
+    in = c != ' ';
+  }
+  return n;
+}
+
+// "--pass-fd" as roff writes it, "\-\-pass\-fd", and not as the head of a
+// longer name ("\-\-seccomp" in "\-\-seccomp\-log").
+bool man_mentions(const std::string& man, std::string_view option) {
+  std::string roff;
+  for (char c : option) roff += c == '-' ? std::string("\\-") : std::string(1, c);
+  for (auto at = man.find(roff); at != std::string::npos; at = man.find(roff, at + 1)) {
+    const std::size_t end = at + roff.size();
+    const bool longer = end < man.size() && (std::isalnum(static_cast<unsigned char>(man[end])) ||
+                                             (man.compare(end, 2, "\\-") == 0 && end + 2 < man.size() &&
+                                              std::isalnum(static_cast<unsigned char>(man[end + 2]))));
+    if (!longer) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("options: every entry is well formed and each name is declared once per dialect", "[options]") {
+  std::set<std::string_view> native, bwrap, json;
+  for (const OptionSpec& o : option_table()) {
+    INFO("native " << o.native.name << " bwrap " << o.bwrap.name);
+    CHECK((!o.native.name.empty() || !o.bwrap.name.empty()));
+    CHECK(o.set);
+    CHECK((o.arity >= 0 && o.arity <= 3));
+    for (const Spelling* s : {&o.native, &o.bwrap}) {
+      if (s->name.empty()) continue;
+      CHECK(s->name.starts_with("--"));
+      CHECK(words(s->metavar) == static_cast<std::size_t>(o.arity));
+      CHECK_FALSE(s->help.empty());
+    }
+    if (!o.native.name.empty()) CHECK(native.insert(o.native.name).second);
+    if (!o.native_short.empty()) CHECK(native.insert(o.native_short).second);
+    if (!o.bwrap.name.empty()) CHECK(bwrap.insert(o.bwrap.name).second);
+    CHECK((o.native_short.empty() || !o.native.name.empty()));
+    CHECK((!o.modifier || !o.bwrap.name.empty()));
+    if (!o.native.name.empty()) CHECK(find_option(Dialect::native, o.native.name) == &o);
+    if (!o.bwrap.name.empty()) CHECK(find_option(Dialect::bwrap, o.bwrap.name) == &o);
+  }
+  CHECK(find_option(Dialect::native, "--bind") == nullptr);
+  CHECK(find_option(Dialect::bwrap, "--ro") == nullptr);
+  CHECK(find_option(Dialect::native, "-h") == find_option(Dialect::native, "--help"));
+  CHECK(find_option(Dialect::bwrap, "-h") == nullptr);
+}
+
+TEST_CASE("options: --help of each dialect lists every option of the table", "[options]") {
+  const std::string native = native_usage();
+  const std::string bwrap = bwrap_usage("bwrap");
+  for (const OptionSpec& o : option_table()) {
+    if (!o.native.name.empty()) {
+      INFO(o.native.name);
+      CHECK(native.find(std::string(o.native.name)) != std::string::npos);
+      CHECK(is_native_option(o.native.name));
+    }
+    if (!o.bwrap.name.empty()) {
+      INFO(o.bwrap.name);
+      CHECK(bwrap.find("\n    " + std::string(o.bwrap.name) + " ") != std::string::npos);
+      CHECK(is_bwrap_option(o.bwrap.name));
+    }
+  }
+}
+
+TEST_CASE("options: docs/nsrun.1 describes every native option", "[options]") {
+  std::ifstream in(std::string(NSRUN_SOURCE_DIR) + "/docs/nsrun.1");
+  REQUIRE(in);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string man = text.str();
+  CHECK_FALSE(man_mentions(man, "--no-such-option"));
+  CHECK_FALSE(man_mentions(man, "--seccomp-lo"));
+  for (const OptionSpec& o : option_table()) {
+    if (o.native.name.empty()) continue;
+    INFO("docs/nsrun.1 lacks " << o.native.name << " (add it under .SH OPTIONS)");
+    CHECK(man_mentions(man, o.native.name));
+  }
+}
+
+// An option with a `json` name is that Policy field: the Policy the option
+// makes, read back through the field alone onto the Policy without the
+// option, is the same Policy. A new option with a field needs a sample here.
+TEST_CASE("options: an option's JSON field reads back to the same Policy", "[options]") {
+  const std::map<std::string_view, std::vector<std::string>> samples = {
+      {"--mode", {"read-only"}},         {"--workspace", {"/srv"}},       {"--writable", {"/var/cache"}},
+      {"--chdir", {"/srv/sub"}},         {"--proc", {"host-bind"}},       {"--backend", {"landlock"}},
+      {"--report", {"/tmp/report.json"}}, {"--report-fd", {"7"}},         {"--network", {"none"}},
+      {"--seccomp", {"log"}},            {"--unix-sockets", {"none"}},    {"--allow-socket", {"/run/x.sock"}},
+      {"--pass-fd", {"5"}},
+      {"--workspace-mode", {"cow"}},     {"--cow-dir", {"/run/cow"}},     {"--home", {"cow"}},
+      {"--home-layer", {"shared"}},
+  };
+  const auto fields = policy_json_fields();
+  auto base = parse_native(std::vector<std::string>{"--", "true"}, context());
+  REQUIRE(base);
+  for (const OptionSpec& o : option_table()) {
+    if (o.json.empty()) continue;
+    INFO(o.native.name << " <-> policy field '" << o.json << "'");
+    REQUIRE_FALSE(o.native.name.empty());
+    CHECK(std::find(fields.begin(), fields.end(), o.json) != fields.end());
+    std::vector<std::string> args{std::string(o.native.name)};
+    if (o.arity > 0) {
+      auto it = samples.find(o.native.name);
+      REQUIRE(it != samples.end());
+      args.insert(args.end(), it->second.begin(), it->second.end());
+    }
+    args.insert(args.end(), {"--", "true"});
+    auto with = parse_native(args, context());
+    REQUIRE(with);
+    CHECK_FALSE(with->policy == base->policy);  // the sample changes something
+    const json::Value written = to_json(with->policy);
+    const json::Value* value = written.find(o.json);
+    REQUIRE(value != nullptr);
+    json::Value doc = json::Value::object();
+    doc.set(o.json, *value);
+    auto read = from_json(doc, base->policy);
+    REQUIRE(read);
+    CHECK(*read == with->policy);
+  }
+}
+
+TEST_CASE("options: errors name the option as typed: --ro /missing is --ro, not --ro-bind", "[options]") {
+  char dir[] = "/tmp/nsrun-options-XXXXXX";
+  REQUIRE(::mkdtemp(dir) != nullptr);
+  const std::string missing = std::string(dir) + "/missing";
+  for (const std::string& form : {std::string("--ro"), std::string("--ro=")}) {
+    std::vector<std::string> args = form == "--ro" ? std::vector<std::string>{"--ro", missing}
+                                                   : std::vector<std::string>{"--ro=" + missing};
+    args.insert(args.end(), {"--workspace", dir, "--", "true"});
+    auto inv = parse_native(args, context());
+    REQUIRE(inv);
+    auto r = validate(inv->policy, true, inv->mount_options);
+    REQUIRE_FALSE(r);
+    CHECK(r.error().kind == ErrorKind::usage);
+    CHECK(r.error().message() == "--ro " + missing + ": No such file or directory");
+  }
+  // Relative, and a NUL inside: the same name.
+  auto relative = parse_native(std::vector<std::string>{"--ro", "rel/dir", "--workspace", dir, "--", "true"}, context());
+  REQUIRE(relative);
+  auto r = validate(relative->policy, true, relative->mount_options);
+  REQUIRE_FALSE(r);
+  CHECK(r.error().message() == "--ro rel/dir: not an absolute path");
+  auto nul = parse_native(std::vector<std::string>{"--ro", std::string("/tmp\0x", 6), "--workspace", dir, "--", "true"},
+                          context());
+  REQUIRE(nul);
+  auto n = validate(nul->policy, true, nul->mount_options);
+  REQUIRE_FALSE(n);
+  CHECK(n.error().step == "--ro");
+  // The other mount options keep their names; a kind without a typed name
+  // (a --policy file's mounts, the bwrap dialect) is named by its kind.
+  auto hide = parse_native(std::vector<std::string>{"--ro", dir, "--hide", "rel", "--workspace", dir, "--", "true"},
+                           context());
+  REQUIRE(hide);
+  CHECK(hide->mount_options == std::vector<std::string>{"--ro", "--hide"});
+  CHECK(validate(hide->policy, true, hide->mount_options).error().message() == "--hide rel: not an absolute path");
+  CHECK(validate(relative->policy, true).error().message() == "--ro-bind rel/dir: not an absolute path");
+  ::rmdir(dir);
+}
+
+TEST_CASE("options: a --policy file's mounts are named by their kind, options after it as typed", "[options]") {
+  char dir[] = "/tmp/nsrun-options-XXXXXX";
+  REQUIRE(::mkdtemp(dir) != nullptr);
+  const std::string file = std::string(dir) + "/policy.json";
+  {
+    std::ofstream out(file);
+    out << R"({"mounts": [{"kind": "ro-bind", "source": "/nonexistent-a", "dest": "/nonexistent-a"}]})";
+  }
+  auto inv = parse_native(std::vector<std::string>{"--ro", "/nonexistent-0", "--policy", file, "--ro", "/nonexistent-b",
+                                                   "--workspace", dir, "--", "true"},
+                          context());
+  INFO((inv ? std::string() : inv.error().message()));
+  REQUIRE(inv);
+  REQUIRE(inv->policy.mounts.size() == 2);  // the file's list replaced the first --ro
+  CHECK(inv->mount_options == std::vector<std::string>{"", "--ro"});
+  CHECK(validate(inv->policy, true, inv->mount_options).error().step == "--ro-bind");
+  inv->policy.mounts.erase(inv->policy.mounts.begin());
+  inv->mount_options.erase(inv->mount_options.begin());
+  CHECK(validate(inv->policy, true, inv->mount_options).error().step == "--ro");
+  ::unlink(file.c_str());
+  ::rmdir(dir);
+}
