@@ -8,7 +8,8 @@
 #   tools/install-deps.sh --fuzz   + clang and libFuzzer (tools/fuzz.sh)
 set -euo pipefail
 
-readonly BUILD_PKGS=(g++ ninja-build pkg-config libseccomp-dev libcap-dev libfmt-dev)
+# musl-tools: musl-gcc builds the bench's musl floor row (tools/nsrun-floor-exec.c).
+readonly BUILD_PKGS=(g++ ninja-build pkg-config libseccomp-dev libcap-dev libfmt-dev musl-tools)
 # Packages whose bookworm version is too old, taken from bookworm-backports:
 # "name min-version below-version" (dpkg version order; - = no bound).
 #  - Catch2 v3 (stock bookworm `catch2` is 2.13 and does not count).

@@ -5,16 +5,19 @@
 # then the soak (tools/soak.sh) as each user and the fuzzers (tools/fuzz.sh),
 # and ends with one line "N passed, N failed[, N skipped]".
 #
-#   tools/run-tests.sh [--quick] [--root-only] [--soak N] [--fuzz SECONDS] [-- CATCH2-ARGS...]
+#   tools/run-tests.sh [--quick] [--root-only] [--soak N] [--setup-kills N] [--fuzz SECONDS] [-- CATCH2-ARGS...]
 #
 #   --quick         skip the static build and the fuzzers (the suites then run
 #                   without nsrun-static)
 #   --root-only     skip the runs as nsrun-test (for debugging)
 #   --soak N        launches of the soak per user (default 300; 0: none)
+#   --setup-kills N launches per user, in the soak, whose PID 1 or command
+#                   is SIGKILLed at a random instant of set-up (default
+#                   1000; 0: none; see tools/nsrun-killer.cpp)
 #   --fuzz SECONDS  run time of each fuzzer (default 20; 0: none)
 #   -- ARGS         passed to every Catch2 binary, e.g. -- '[mount]' or a test
 #                   name; the soak and the fuzzers are then left out unless
-#                   asked for with --soak / --fuzz
+#                   asked for with --soak / --setup-kills / --fuzz
 #
 # Environment: NSRUN_TEST_REQUIRE is passed through to the suites (CI sets it
 # to "userns"); NSRUN_TEST_TIMEOUT is the limit for one binary run in seconds
@@ -34,6 +37,7 @@ usage() {
 quick=0
 root_only=0
 soak=""
+setup_kills=""
 fuzz=""
 catch_args=()
 while (($#)); do
@@ -41,6 +45,7 @@ while (($#)); do
         --quick) quick=1 ;;
         --root-only) root_only=1 ;;
         --soak) soak=${2:-}; shift ;;
+        --setup-kills) setup_kills=${2:-}; shift ;;
         --fuzz) fuzz=${2:-}; shift ;;
         -h|--help) usage; exit 0 ;;
         --) shift; catch_args=("$@"); break ;;
@@ -55,11 +60,19 @@ done
 if [[ -z "$soak" ]]; then
     soak=$(( ${#catch_args[@]} ? 0 : 300 ))
 fi
+if [[ -z "$setup_kills" ]]; then
+    setup_kills=$(( ${#catch_args[@]} ? 0 : 1000 ))
+fi
 if [[ -z "$fuzz" ]]; then
     fuzz=$(( ${#catch_args[@]} || quick ? 0 : 20 ))
 fi
 [[ "$soak" =~ ^[0-9]+$ ]] || die "--soak needs a number of launches, got '$soak'"
+[[ "$setup_kills" =~ ^[0-9]+$ ]] || die "--setup-kills needs a number of launches, got '$setup_kills'"
 [[ "$fuzz" =~ ^[0-9]+$ ]] || die "--fuzz needs a number of seconds, got '$fuzz'"
+# The set-up kills run inside the soak.
+if ((setup_kills)) && [[ "$soak" == 0 ]]; then
+    soak=1
+fi
 
 root=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd -P)
 cd -- "$root"
@@ -142,6 +155,11 @@ for s in "${suites[@]}"; do
 done
 copy build/nsrun
 copy build/tools/nsrun-probe
+copy build/tools/nsrun-killer
+# The bench's floor rows look for nsrun-floor-<libc> beside nsrun.
+for f in build/tools/nsrun-floor-glibc build/tools/nsrun-floor-musl; do
+    if [[ -x "$f" ]]; then copy "$f"; fi
+done
 install -m 755 -- tools/soak.sh "$bin/soak.sh"
 if ((!quick)); then
     copy build-static/nsrun nsrun-static
@@ -333,12 +351,14 @@ run_step() {
         "$([[ $f -eq 0 ]] && echo ok || echo FAIL)" "$u" "$name" "$p" "$f" "$rc" "${note:+ - $note}")")
 }
 
-# The soak: launches with random SIGKILLs on both rungs, then nothing of
-# nsrun's may be left on the host (tools/soak.sh). NSRUN_TEST_REQUIRE tells
+# The soak: launches with random SIGKILLs on both rungs (and SIGKILLs at
+# random instants of set-up, --setup-kills), then nothing of nsrun's may
+# be left on the host (tools/soak.sh). NSRUN_TEST_REQUIRE tells
 # it which rungs must be usable.
 if ((soak)); then
     for u in "${users[@]}"; do
-        run_step "$u" soak bash "$bin/soak.sh" --launches "$soak" --nsrun "$bin/nsrun"
+        run_step "$u" soak bash "$bin/soak.sh" --launches "$soak" --nsrun "$bin/nsrun" \
+            --setup-kills "$setup_kills" --killer "$bin/nsrun-killer"
     done
 fi
 # The fuzzers (tools/fuzz.sh), as root: they run no sandbox.

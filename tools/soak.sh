@@ -8,6 +8,7 @@
 # directories), no descriptor gained by this shell.
 #
 #   tools/soak.sh [--launches N] [--seed N] [--rungs LIST] [--nsrun PATH]
+#                 [--setup-kills N] [--killer PATH]
 #
 #   --launches N   launches in all, alternating between the rungs (default 300)
 #   --seed N       the random choices (what to kill, when); printed, so a
@@ -16,6 +17,17 @@
 #                  use is skipped loudly (a failure when NSRUN_TEST_REQUIRE
 #                  names it: "userns" for namespaces, "landlock")
 #   --nsrun PATH   the binary (default: build/nsrun of this checkout)
+#   --setup-kills N  then N launches more, split between the rungs, each
+#                  with a SIGKILL of the sandbox's first process (PID 1; the
+#                  supervisor on the Landlock rung) or of the command's
+#                  process at a random microsecond of its set-up, by
+#                  tools/nsrun-killer (see its head comment for the three
+#                  endings allowed: 125 with one line "nsrun: set-up: ...",
+#                  137 when the kill came after the exec, 0 when it came
+#                  after the end); default 0
+#                  (on the namespace rung a tenth more through the bwrap
+#                  dialect, which must pass each death on silently, 137)
+#   --killer PATH  that killer (default: build/tools/nsrun-killer)
 #
 # Each launch: 30 % nsrun is SIGKILLed, 30 % the command is, 0-150 ms after
 # the start; the rest end by themselves after 0-100 ms, leaving their
@@ -29,12 +41,16 @@ launches=300
 seed=""
 rungs_arg=namespaces,landlock
 nsrun=""
+setup_kills=0
+killer=""
 while (($#)); do
     case "$1" in
         --launches) launches=${2:?}; shift ;;
         --seed) seed=${2:?}; shift ;;
         --rungs) rungs_arg=${2:?}; shift ;;
         --nsrun) nsrun=${2:?}; shift ;;
+        --setup-kills) setup_kills=${2:?}; shift ;;
+        --killer) killer=${2:?}; shift ;;
         -h|--help) sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "${BASH_SOURCE[0]}"; exit 0 ;;
         *) die "unknown argument: $1 (see --help)" ;;
     esac
@@ -47,6 +63,11 @@ if [[ -z "$nsrun" ]]; then
     nsrun=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd -P)/build/nsrun
 fi
 [[ -x "$nsrun" ]] || die "$nsrun is not an executable (build it with tools/build.sh)"
+[[ "$setup_kills" =~ ^[0-9]+$ ]] || die "--setup-kills must be a number"
+if ((setup_kills)); then
+    [[ -n "$killer" ]] || killer=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd -P)/build/tools/nsrun-killer
+    [[ -x "$killer" ]] || die "$killer is not an executable (build it with tools/build.sh)"
+fi
 IFS=, read -r -a rungs <<<"$rungs_arg"
 for r in "${rungs[@]}"; do
     [[ "$r" == namespaces || "$r" == landlock ]] || die "unknown rung '$r'"
@@ -174,6 +195,43 @@ for ((i = 0; i < launches && ${#usable[@]} > 0 && !stop; i++)); do
 done
 elapsed=$((SECONDS - start))
 
+# Kills in set-up: the killer judges each launch's ending; what is left
+# behind is checked below with the rest (its launches carry the rung's
+# marker and use the same TMPDIR).
+# set_up_kills WHAT MARK KILLER-ARGS...: one killer run, its lines and a
+# result line.
+set_up_kills() {
+    local what=$1 mark=$2 krc=0 line
+    shift 2
+    say "$what"
+    (cd "$work/ws" && exec env TMPDIR="$work/tmp" NSRUN_SOAK_MARK="$mark" "$killer" "$@") \
+        >"$work/killer" 2>&1 </dev/null || krc=$?
+    sed -e '/^[0-9]* passed, [0-9]* failed$/d' -e 's/^/soak: /' "$work/killer"
+    line=$(tail -n 1 "$work/killer")
+    if ((krc == 0)) && [[ "$line" =~ ^[1-9][0-9]*\ passed,\ 0\ failed$ ]]; then
+        results+=("ok    $what: each ended as allowed ($line)")
+        passed=$((passed + 1))
+    else
+        results+=("FAIL  $what (killer exit $krc: $line)")
+        failed=$((failed + 1))
+    fi
+}
+payload_short=(sh -c 'sleep 300 & exit 0')
+for ((k = 0; k < ${#usable[@]} && setup_kills > 0 && !stop; k++)); do
+    r=${usable[k]}
+    n=$(( setup_kills / ${#usable[@]} + (k < setup_kills % ${#usable[@]} ? 1 : 0) ))
+    ((n)) || continue
+    set_up_kills "$r: $n set-up kills" "$token-$r-setup" \
+        --launches "$n" --seed "$seed" -- "$nsrun" --backend "$r" -- "${payload_short[@]}"
+    [[ "$r" == namespaces ]] || continue
+    # bwrap's semantics: a death in set-up is passed on as the child's
+    # status, silently.
+    nb=$(( (n + 9) / 10 ))
+    set_up_kills "$r: $nb set-up kills through the bwrap dialect" "$token-$r-setup-bwrap" \
+        --bwrap --launches "$nb" --seed "$seed" -- "$nsrun" bwrap --unshare-all --die-with-parent \
+        --ro-bind / / --proc /proc --dev /dev -- "${payload_short[@]}"
+done
+
 # Processes of nsrun killed with SIGKILL die a moment later (the parent-death
 # signal): leftovers are what remains after a grace period.
 for ((t = 0; t < 100; t++)); do
@@ -197,6 +255,7 @@ for r in "${usable[@]}"; do
     else
         results+=("FAIL  $summary")
         failed=$((failed + 1))
+        ((ntmp)) && say "left in TMPDIR: $(find "$work/tmp" -mindepth 1 -maxdepth 1 -printf '%f (%TT) ' | head -c 300)"
         for p in $(printf '%s\n' "$left" | head -n 5); do
             say "left: pid $p: $(tr '\0' ' ' </proc/$p/cmdline 2>/dev/null | cut -c1-100)"
         done

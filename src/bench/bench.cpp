@@ -146,7 +146,12 @@ void compute(Results& res) {
   for (RowResult& r : res.rows) {
     r.ratio.reset();
     r.overhead_ratio.reset();
+    r.floor_ratios.clear();
     if (!r.row.available || r.latency.n == 0) continue;
+    if (!r.row.floor)
+      for (const RowResult& f : res.rows)
+        if (f.row.floor && f.row.available && f.latency.n != 0)
+          if (auto q = paired_ratio(r.wall_ns, f.wall_ns)) r.floor_ratios.emplace_back(f.row.name, *q);
     if (res.baseline) r.ratio = paired_ratio(r.wall_ns, res.rows[*res.baseline].wall_ns);
     if (res.baseline && res.bare && &r != &res.rows[*res.bare]) {
       const double bare = static_cast<double>(res.rows[*res.bare].latency.p50);
@@ -187,6 +192,25 @@ std::string format_table(const Results& res) {
   out +=
       "\nratio: median over launches i of row[i] / baseline[i]; overhead ratio: (p50 - bare p50) / (baseline p50 - bare p50);\n"
       "cpu: mean user+system time of the launch and its children; peakRSS: largest ru_maxrss of a launch.\n";
+
+  // How far above the floor: a static program that only execs the payload.
+  std::vector<const RowResult*> floors;
+  for (const RowResult& r : res.rows)
+    if (r.row.floor && r.row.available && r.latency.n != 0) floors.push_back(&r);
+  if (!floors.empty()) {
+    out += "\nabove the floor (a static program that only execs the payload): p50 - floor p50, paired ratio\n";
+    for (const RowResult& r : res.rows) {
+      if (r.row.floor || r.floor_ratios.empty()) continue;
+      out += fmt::format("{:<{}}", r.row.name, w);
+      for (const auto& [name, q] : r.floor_ratios) {
+        const RowResult* f = *std::find_if(floors.begin(), floors.end(), [&](const RowResult* x) { return x->row.name == name; });
+        const bool below = r.latency.p50 < f->latency.p50;
+        const uint64_t d = below ? f->latency.p50 - r.latency.p50 : r.latency.p50 - f->latency.p50;
+        out += fmt::format("  {}: {}{} ms {}x", name, below ? "-" : "+", ms(d), fixed(q, 2));
+      }
+      out += '\n';
+    }
+  }
 
   // Phases: one column per nsrun row, one line per phase, medians in µs.
   std::vector<const RowResult*> ns;
@@ -229,14 +253,18 @@ std::string to_json(const Results& res) {
     out += i == 0 ? "\n    {" : ",\n    {";
     out += fmt::format("\"name\": {}, \"command\": [", json_string(r.row.name));
     for (std::size_t a = 0; a < r.row.argv.size(); ++a) out += (a ? ", " : "") + json_string(r.row.argv[a]);
-    out += fmt::format("], \"nsrun\": {}, \"available\": {}, \"reason\": {},\n", r.row.nsrun, r.row.available,
-                       r.row.available ? "null" : json_string(r.row.reason));
+    out += fmt::format("], \"nsrun\": {}, \"floor\": {}, \"available\": {}, \"reason\": {},\n", r.row.nsrun, r.row.floor,
+                       r.row.available, r.row.available ? "null" : json_string(r.row.reason));
     const Summary& s = r.latency;
     out += fmt::format("     \"launches\": {}, \"failures\": {},\n", s.n, r.failures);
     out += fmt::format("     \"latency_us\": {{\"min\": {}, \"p50\": {}, \"p90\": {}, \"p99\": {}, \"max\": {}, \"mean\": {}}},\n",
                        us(s.min), us(s.p50), us(s.p90), us(s.p99), us(s.max), us(s.mean));
     out += fmt::format("     \"cpu_us_mean\": {}, \"peak_rss_kib\": {}, \"ratio\": {}, \"overhead_ratio\": {},\n",
                        us(r.cpu_ns_mean), r.peak_rss_kib, json_number(r.ratio), json_number(r.overhead_ratio));
+    out += "     \"floor_ratios\": {";
+    for (std::size_t f = 0; f < r.floor_ratios.size(); ++f)
+      out += fmt::format("{}{}: {}", f ? ", " : "", json_string(r.floor_ratios[f].first), json_number(r.floor_ratios[f].second));
+    out += "},\n";
     out += fmt::format("     \"launches_per_s\": {},\n",
                        o.concurrency && r.row.available ? json_number(r.per_second) : "null");
     out += "     \"phases_us\": [";

@@ -27,6 +27,7 @@ struct Row {
   std::string name;               // shown in the table, the JSON and the plot
   std::vector<std::string> argv;  // the whole command line, payload included
   bool nsrun = false;             // an nsrun launch: it writes --report-fd 3
+  bool floor = false;             // a floor row: a static program that only execs the payload
   bool available = true;          // false: shown with `reason`, not measured
   std::string reason;
 };
@@ -78,6 +79,9 @@ struct RowResult {
   std::optional<double> ratio;       // paired median against the baseline
   std::optional<double> overhead_ratio;  // (p50 - bare p50) / (baseline p50 - bare p50)
   std::vector<PhaseSamples> phases;  // nsrun rows: per phase, in launch order
+  // Against each measured floor row, in row order: the floor's name and the
+  // paired ratio row[i] / floor[i] (every row but the floors themselves).
+  std::vector<std::pair<std::string, double>> floor_ratios;
   double per_second = 0;             // throughput pass, when asked
 };
 

@@ -1,7 +1,9 @@
 #include "bench/numbers.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 
 namespace nsrun::bench {
@@ -10,67 +12,16 @@ namespace {
 
 constexpr uint64_t fraction_mask = (uint64_t{1} << 52) - 1;
 
-// |v| as m * 2^e with an integer m below 2^53, for a finite v.
-struct Binary {
-  uint64_t m;
-  int e;
-};
-
-Binary split(double v) {
-  const auto bits = std::bit_cast<uint64_t>(v);
-  const auto biased = static_cast<int>((bits >> 52) & 0x7ff);
-  if (biased == 0) return {bits & fraction_mask, -1074};  // subnormal
-  return {(bits & fraction_mask) | (uint64_t{1} << 52), biased - 1075};
-}
-
-// Decimal digits of n * 2^shift: shift is at most 971, so doubling a digit
-// string is quick enough and needs no big-number type.
-std::string times_power_of_two(uint64_t n, int shift) {
-  std::string digits = std::to_string(n);  // most significant first
-  for (int i = 0; i < shift; ++i) {
-    int carry = 0;
-    for (auto it = digits.rbegin(); it != digits.rend(); ++it) {
-      const int d = (*it - '0') * 2 + carry;
-      *it = static_cast<char>('0' + d % 10);
-      carry = d / 10;
-    }
-    if (carry != 0) digits.insert(digits.begin(), '1');
-  }
-  return digits;
-}
-
 }  // namespace
 
+// glibc's printf family, %f included, is in the static binary whatever the
+// bench does (libcap and nsrun's own messages call it), so printing here
+// costs no byte: an own exact digit printer measured 0 bytes of saving
+// (docs/bench.md, size budget) and was dropped.
 std::string fixed(double v, int decimals) {
-  const std::string sign = std::signbit(v) ? "-" : "";
-  if (std::isinf(v)) return sign + "inf";
-  if (std::isnan(v)) return sign + "nan";
-  const Binary b = split(v);
-  uint64_t scale = 1;
-  for (int i = 0; i < decimals; ++i) scale *= 10;
-  // m * scale stays below 2^63 (m < 2^53, scale <= 1000 < 2^10), and the
-  // value times 10^decimals is m * scale * 2^e, rounded here.
-  const uint64_t scaled = b.m * scale;
-  std::string digits;
-  if (b.e >= 0) {
-    digits = times_power_of_two(scaled, b.e);
-  } else {
-    const int s = -b.e;
-    uint64_t q = 0;
-    // With s >= 64 the value times 10^decimals is below 2^63 / 2^64: it
-    // rounds to 0.
-    if (s < 64) {
-      q = scaled >> s;
-      const uint64_t rest = scaled & ((uint64_t{1} << s) - 1);
-      const uint64_t half = uint64_t{1} << (s - 1);
-      if (rest > half || (rest == half && (q & 1) != 0)) ++q;
-    }
-    digits = std::to_string(q);
-  }
-  const auto d = static_cast<std::size_t>(decimals);
-  if (digits.size() <= d) digits.insert(0, d + 1 - digits.size(), '0');
-  if (d > 0) digits.insert(digits.size() - d, 1, '.');
-  return sign + digits;
+  char buf[352];  // DBL_MAX with 3 decimals: 309 digits, sign, point, 3
+  const int n = std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return std::string(buf, n > 0 ? std::min(static_cast<std::size_t>(n), sizeof buf - 1) : 0);
 }
 
 double approx_log10(double x) {

@@ -20,7 +20,11 @@ namespace nsrun {
 
 namespace {
 
-constexpr std::string_view own_rows[] = {"bare", "read-only", "workspace-write", "network-none", "landlock"};
+constexpr std::string_view own_rows[] = {"bare", "floor", "read-only", "workspace-write", "network-none", "landlock"};
+
+// The C libraries tools/meson.build may build a floor for
+// (tools/nsrun-floor-exec.c, one static binary each).
+constexpr std::string_view floor_libcs[] = {"glibc", "musl"};
 
 Result<std::size_t> parse_count(std::string_view option, const std::string& text, std::size_t min) {
   std::size_t n = 0;
@@ -131,6 +135,33 @@ bench::Row peer_row(const BenchArgs& a, const std::string& ws, const std::string
   return r;
 }
 
+// The floor row for `libc`: nsrun-floor-<libc> beside this binary or in
+// tools/ below its directory (a build tree), else the nsrun measured.
+bench::Row floor_row(const BenchArgs& a, const std::string& self, std::string_view libc) {
+  bench::Row r;
+  r.name = fmt::format("floor {}", libc);
+  r.floor = true;
+  const std::string file = fmt::format("nsrun-floor-{}", libc);
+  std::vector<std::string> candidates;
+  for (const std::string& bin : {self, a.nsrun}) {
+    const std::size_t slash = bin.rfind('/');
+    if (slash == std::string::npos) continue;
+    const std::string dir = bin.substr(0, slash + 1);
+    candidates.push_back(dir + file);
+    candidates.push_back(dir + "tools/" + file);
+  }
+  for (const std::string& c : candidates) {
+    if (::access(c.c_str(), X_OK) != 0) continue;
+    r.argv = {c};
+    r.argv.insert(r.argv.end(), a.payload.begin(), a.payload.end());
+    return r;
+  }
+  r.available = false;
+  r.reason = fmt::format("{} not built beside nsrun (tools/meson.build{})", file,
+                         libc == "musl" ? "; needs musl-gcc, Debian musl-tools" : "");
+  return r;
+}
+
 bool wanted(const BenchArgs& a, std::string_view row) {
   return a.rows.empty() || std::find(a.rows.begin(), a.rows.end(), row) != a.rows.end();
 }
@@ -223,7 +254,7 @@ Result<BenchArgs> parse_bench(std::span<const std::string> args) {
         const std::size_t comma = rest.find(',');
         std::string_view name = rest.substr(0, comma);
         if (std::find(std::begin(own_rows), std::end(own_rows), name) == std::end(own_rows))
-          return fail(usage_error(arg, fmt::format("unknown row '{}' (bare, read-only, workspace-write, network-none, landlock)", name)));
+          return fail(usage_error(arg, fmt::format("unknown row '{}' (bare, floor, read-only, workspace-write, network-none, landlock)", name)));
         a.rows.emplace_back(name);
         rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
       }
@@ -249,7 +280,8 @@ std::string bench_usage() {
   return
       "usage: nsrun bench [OPTIONS]\n"
       "\n"
-      "Measures sandbox start-up latency: spawn to exit of a no-op payload, bare and\n"
+      "Measures sandbox start-up latency: spawn to exit of a no-op payload, bare,\n"
+      "through the floor (a static program that only execs it, per C library),\n"
       "under nsrun (read-only, workspace-write, network-none, landlock) and under\n"
       "peers, interleaved launch by launch in one run.\n"
       "\n"
@@ -264,7 +296,8 @@ std::string bench_usage() {
       "  --baseline ROW         row the ratios are against (default: the first --vs\n"
       "                         peer, else bare)\n"
       "  --rows LIST            nsrun's own rows to run, comma-separated, from\n"
-      "                         bare,read-only,workspace-write,network-none,landlock\n"
+      "                         bare,floor,read-only,workspace-write,network-none,\n"
+      "                         landlock\n"
       "  --binds N              add a workspace-write row with N extra read-only binds\n"
       "  --payload CMDLINE      the payload (default /bin/true, else nsrun --bench-noop)\n"
       "  --nsrun PATH           the nsrun binary to measure (default: this one)\n"
@@ -313,6 +346,8 @@ int bench_main(std::span<const std::string> args) {
     bare.argv = a.payload;
     rows.push_back(std::move(bare));
   }
+  if (wanted(a, "floor"))
+    for (std::string_view libc : floor_libcs) rows.push_back(floor_row(a, self, libc));
   if (wanted(a, "read-only")) rows.push_back(nsrun_row(a, ws, "nsrun read-only", "read-only", {}));
   if (wanted(a, "workspace-write")) rows.push_back(nsrun_row(a, ws, "nsrun workspace-write", "workspace-write", {}));
   if (wanted(a, "network-none"))

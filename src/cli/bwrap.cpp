@@ -570,10 +570,12 @@ int bwrap_main(std::string_view prog, std::span<const std::string> args) {
   // A refusal of the (pinned) namespace rung is told as bwrap tells the
   // failure behind it.
   const bool unshare_user = inv->policy.ns.user;
+  // bwrap passes its child's death on as its own status, silently, in
+  // set-up too.
   return run(inv->policy, [level, unshare_user](const Error& e, const std::optional<Error>& cause) {
     say(level, bwrap_message(cause ? *cause : e, unshare_user));
     return bwrap_failure_status;
-  });
+  }, SetupDeath::as_status);
 }
 
 int bwrap_explain_main(std::span<const std::string> args) {

@@ -2,12 +2,16 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sched.h>
+#include <sys/capability.h>
 #include <sys/stat.h>
 
 #include <memory>
 
 #include <fmt/format.h>
 
+#include "landlock/ruleset.hpp"
+#include "launch/landlock_rung.hpp"
 #include "launch/launch.hpp"
 #include "policy/env.hpp"
 #include "sys/fd.hpp"
@@ -63,6 +67,51 @@ std::string hard_link_warnings(const Policy& policy) {
 
 }  // namespace
 
+namespace {
+
+// The namespace rung's plan: mounts, capabilities, its filter.
+void explain_namespaces(const Prepared& prepared, std::string& out) {
+  out += describe(prepared.plan);
+  std::string kept;
+  for (cap_value_t c : prepared.keep_caps) {
+    char* n = cap_to_name(c);
+    kept += fmt::format("{}{}", kept.empty() ? "" : " ", n != nullptr ? n : "?");
+    cap_free(n);
+  }
+  out += kept.empty() ? "capabilities: all dropped; no_new_privs\n"
+                      : fmt::format("capabilities: all dropped but {}; no_new_privs\n", kept);
+  out += fmt::format("seccomp: {}\n", describe_filter(filter_spec(prepared.filter), prepared.seccomp));
+  // The Landlock rung cannot tell a writable root from the rest of the host
+  // for these: its filter refuses them everywhere.
+  out += fmt::format("landlock rung: refuses everywhere, writable roots too: {} (Landlock cannot confine them to "
+                     "the writable roots)\n",
+                     fmt::join(landlock_refused_everywhere(), ", "));
+  out += fmt::format("network: {}\n", (prepared.plan.clone_flags & CLONE_NEWNET) != 0
+                                           ? "none (a new network namespace with only lo up, 127.0.0.1; pathname unix sockets are "
+                                             "files, not network: see unix sockets)"
+                                           : "share (the host's network)");
+}
+
+// The Landlock rung's plan, from the same spec its launch reads
+// (landlock::assess): no mounts run there, so none are shown.
+Result<void> explain_landlock(const Policy& policy, std::string& out) {
+  const landlock::Readiness ready = landlock::assess(policy);
+  if (!ready.reason.empty())
+    return fail(Error{"--backend landlock", 0, {}, fmt::format("the Landlock rung cannot run this policy: {} ({})", ready.reason, ready.detail)});
+  out += "rung: landlock (no namespaces: the command runs on the host's file system under the ruleset below)\n";
+  out += landlock::describe(ready.ruleset);
+  out += "capabilities: all dropped (bounding and ambient sets emptied); no_new_privs\n";
+  out += fmt::format("seccomp: {}\n", describe_filter(filter_spec(ready.filter), ready.seccomp));
+  out += fmt::format("network: {}\n", policy.network == Network::none
+                                           ? "none (no network namespace on this rung: the filter refuses socket() for "
+                                             "AF_INET, AF_INET6 and AF_PACKET; pathname unix sockets are files, not "
+                                             "network: see unix sockets)"
+                                           : "share (the host's network)");
+  return {};
+}
+
+}  // namespace
+
 Result<std::string> explain(const Policy& policy) {
   // Without the preset the mount list is exactly the one given (the bwrap
   // dialect): the mode and workspace decide nothing then.
@@ -72,10 +121,10 @@ Result<std::string> explain(const Policy& policy) {
     out += "confinement: none (full-access runs the command directly)\n";
     return out;
   }
-  Policy p = policy;
-  if (p.argv.empty()) p.argv = {"(no command)"};
-  preview_layers(p);
-  auto prepared = prepare(p);
+  // The layer directories a launch would make, named, not made.
+  Policy previewed = policy;
+  preview_layers(previewed);
+  auto prepared = prepare(previewed);
   if (!prepared) return fail(prepared.error());
   if (policy.preset) {
     out += fmt::format("workspace: {}\n", policy.workspace);
@@ -83,19 +132,14 @@ Result<std::string> explain(const Policy& policy) {
     out += describe_layers(policy);
   }
   if (!policy.host_backend.empty()) out += fmt::format("host backend: {}\n", policy.host_backend);
-  out += describe(prepared->plan);
-  out += policy.cap_add.empty() ? "capabilities: all dropped; no_new_privs\n"
-                                : fmt::format("capabilities: all dropped but {}; no_new_privs\n", fmt::join(policy.cap_add, " "));
-  out += fmt::format("seccomp: {}\n", describe_filter(filter_spec(policy, FilterRung::namespaces), prepared->seccomp));
-  // The Landlock rung cannot tell a writable root from the rest of the host
-  // for these: its filter refuses them everywhere.
-  out += fmt::format("landlock rung: refuses everywhere, writable roots too: {} (Landlock cannot confine them to "
-                     "the writable roots)\n",
-                     fmt::join(landlock_refused_everywhere(), ", "));
-  out += fmt::format("network: {}\n", policy.network == Network::none
-                                           ? "none (a new network namespace with only lo up, 127.0.0.1; pathname unix sockets are "
-                                             "files, not network: see unix sockets)"
-                                           : "share (the host's network)");
+  // The plan of the rung that would run: the namespace rung's unless
+  // --backend landlock pins the other (auto falls to Landlock only when the
+  // host refuses namespaces, which `nsrun probe` tells).
+  if (policy.backend == Backend::landlock) {
+    if (auto r = explain_landlock(previewed, out); !r) return fail(r.error());
+  } else {
+    explain_namespaces(*prepared, out);
+  }
   if (policy.unix_sockets == UnixSockets::none)
     out += "unix sockets: none (socket(AF_UNIX) refused by the filter on both rungs; socketpair works; abstract "
            "sockets and sockets in the private /tmp are refused too)\n";

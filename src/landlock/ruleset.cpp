@@ -8,6 +8,7 @@
 #include "landlock/abi.hpp"
 #include "policy/presets.hpp"
 #include "seccomp/rules.hpp"
+#include "sys/error.hpp"
 
 namespace nsrun::landlock {
 
@@ -149,5 +150,53 @@ std::expected<Ruleset, CannotExpress> make_ruleset(const Policy& p, int abi, con
 }
 
 PathRule tmpdir_rule(const Ruleset& r, const std::string& dir) { return {dir, r.handled_fs, false, "private TMPDIR"}; }
+
+}  // namespace nsrun::landlock
+
+namespace nsrun::landlock {
+
+namespace {
+
+// Rights by the kernel's names (LANDLOCK_ACCESS_FS_*, lower case).
+std::string rights(uint64_t access, uint64_t handled) {
+  static constexpr std::pair<uint64_t, std::string_view> each[] = {
+      {fs::execute, "execute"},       {fs::write_file, "write-file"}, {fs::read_file, "read-file"},
+      {fs::read_dir, "read-dir"},     {fs::remove_dir, "remove-dir"}, {fs::remove_file, "remove-file"},
+      {fs::make_char, "make-char"},   {fs::make_dir, "make-dir"},     {fs::make_reg, "make-reg"},
+      {fs::make_sock, "make-sock"},   {fs::make_fifo, "make-fifo"},   {fs::make_block, "make-block"},
+      {fs::make_sym, "make-sym"},     {fs::refer, "refer"},           {fs::truncate, "truncate"},
+      {fs::ioctl_dev, "ioctl-dev"},
+  };
+  if (access != 0 && access == handled) return "every handled right";
+  std::string out;
+  for (const auto& [bit, label] : each)
+    if ((access & bit) != 0) out += fmt::format("{}{}", out.empty() ? "" : " ", label);
+  return out.empty() ? "none" : out;
+}
+
+std::string list(const std::vector<std::string>& items) {
+  return items.empty() ? std::string("none") : fmt::format("{}", fmt::join(items, ", "));
+}
+
+}  // namespace
+
+std::string describe(const Ruleset& r) {
+  std::string out = fmt::format("landlock: ABI {}, enforcement {}\n", r.abi, name(r.enforcement));
+  out += fmt::format("landlock handles: {}\n", rights(r.handled_fs, 0));
+  for (const PathRule& rule : r.rules)
+    out += fmt::format("landlock allows {}{}: {} ({}{})\n", printable(rule.path), rule.optional ? " (if it exists)" : "",
+                       rights(rule.access, r.handled_fs), rule.why, rule.no_symlinks ? "; opened through no symlink" : "");
+  out += "landlock allows the private TMPDIR (made at launch under $TMPDIR): every handled right\n";
+  if (r.handled_net != 0)
+    out += fmt::format("landlock network: TCP {} refused\n",
+                       (r.handled_net & net::connect_tcp) != 0 ? "bind and connect" : "bind");
+  std::vector<std::string> scoped;
+  if ((r.scoped & scope::signal) != 0) scoped.emplace_back("signals");
+  if ((r.scoped & scope::abstract_unix_socket) != 0) scoped.emplace_back("abstract unix sockets");
+  out += fmt::format("landlock scopes (nothing outside the sandbox reachable): {}\n", list(scoped));
+  out += fmt::format("not enforced at this ABI: {}\n", list(r.dropped));
+  out += fmt::format("refused everywhere, writable roots too: {}\n", list(r.refused));
+  return out;
+}
 
 }  // namespace nsrun::landlock

@@ -65,4 +65,9 @@ std::expected<Ruleset, CannotExpress> make_ruleset(const Policy& policy, int abi
 // handles. make_ruleset() adds it when Inputs::tmpdir is set.
 PathRule tmpdir_rule(const Ruleset& r, const std::string& dir);
 
+// `nsrun explain --backend landlock`: the ruleset, one line per path rule
+// with its rights by the kernel's names, then the network rights, scopes,
+// what this ABI drops and what the rung's filter refuses everywhere.
+std::string describe(const Ruleset& r);
+
 }  // namespace nsrun::landlock

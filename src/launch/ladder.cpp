@@ -1,20 +1,13 @@
 #include "launch/ladder.hpp"
 
 #include <sched.h>
-#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <climits>
 
 #include <fmt/format.h>
 
 #include "launch/landlock_rung.hpp"
-#include "launch/userns.hpp"
-#include "ns/channel.hpp"
 #include "policy/json.hpp"
-#include "sys/fd.hpp"
-#include "sys/flags.hpp"
 #include "sys/syscalls.hpp"
 
 namespace nsrun {
@@ -33,11 +26,6 @@ Error no_sandbox(const RungReport& ns, const RungReport& ll) {
   return e;
 }
 
-std::string current_directory() {
-  char buf[PATH_MAX];
-  return ::getcwd(buf, sizeof buf) != nullptr ? std::string(buf) : std::string("/");
-}
-
 struct NamespaceVerdict {
   std::string reason;  // empty: usable
   std::string detail;
@@ -53,46 +41,30 @@ NamespaceVerdict verdict_for(const Error& e, ProcMode proc, uint64_t clone_flags
   return v;
 }
 
-// The namespace rung without a command: the same clone, id maps and /proc
-// attempt as a launch, in a child that exits right after.
-NamespaceVerdict probe_namespaces(const LaunchPlan& plan) {
-  auto channel = make_channel();
-  if (!channel) return {std::string(reason::failed), channel.error().message()};
-  const pid_t child = sys::clone_fork(plan.clone_flags);
-  if (child < 0) {
-    Error e = sys_error(Operation::clone, clone_flag_names(plan.clone_flags));
-    return verdict_for(e, plan.proc, plan.clone_flags);
+// The namespace rung as `nsrun probe` sees it: the launch itself (the
+// same clone, id maps, mounts, /proc, confinement and the command's start),
+// stopped where the command would exec. `p` is a copy, spent here.
+NamespaceVerdict probe_namespaces(Prepared p) {
+  p.stop_before_exec = true;
+  LaunchOutcome o = run_namespaces(p);
+  if (!o.error) {
+    if (o.exit_code == 0) return {};
+    return {std::string(reason::failed), fmt::format("the launch ended with status {} before the exec", o.exit_code)};
   }
-  if (child == 0) {
-    channel->parent.reset();
-    const int fd = channel->child.get();
-    auto fail_with = [fd](const Error& e) {
-      send_error(fd, e);
-      ::_exit(125);
-    };
-    if (auto r = write_id_maps(plan); !r) fail_with(r.error());
-    if (plan.proc == ProcMode::fresh) {
-      // fsmount is where the kernel applies its "mount too revealing" rule.
-      Fd fs(::fsopen("proc", FSOPEN_CLOEXEC));
-      if (!fs) fail_with(sys_error(Operation::mount_proc, "/proc"));
-      if (::fsconfig(fs.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) != 0) fail_with(sys_error(Operation::mount_proc, "/proc"));
-      Fd mnt(::fsmount(fs.get(), FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC));
-      if (!mnt) fail_with(sys_error(Operation::mount_proc, "/proc"));
-    } else if (plan.proc == ProcMode::host_bind) {
-      Fd tree(::open_tree(AT_FDCWD, "/proc", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE));
-      if (!tree) fail_with(sys_error(Operation::bind, "/proc"));
-    }
-    ::_exit(0);
-  }
-  channel->child.reset();
-  auto received = receive_until_eof(channel->parent.get());
-  int status = 0;
-  ::waitpid(child, &status, 0);
-  if (!received) return {std::string(reason::failed), received.error().message()};
-  if (!received->error) return {};
-  NamespaceVerdict v = verdict_for(*received->error, plan.proc, plan.clone_flags);
+  NamespaceVerdict v = verdict_for(*o.error, p.plan.proc, p.plan.clone_flags);
   if (v.reason.empty()) v.reason = reason::failed;
   return v;
+}
+
+// The same for the Landlock rung, once assess() found it expressible: the
+// supervisor, the private TMPDIR and the command's confinement, up to the
+// exec.
+void probe_landlock(Prepared p, landlock::Readiness& ready) {
+  p.stop_before_exec = true;
+  LaunchOutcome o = landlock::run(p, ready);
+  if (!o.error && o.exit_code == 0) return;
+  ready.reason = reason::failed;
+  ready.detail = o.error ? o.error->message() : fmt::format("the launch ended with status {} before the exec", o.exit_code);
 }
 
 void note_landlock(LaunchReport& report, const landlock::Readiness& ready) {
@@ -274,7 +246,7 @@ LadderOutcome run_ladder(const Policy& policy, Prepared& p, LaunchReport& report
     report.rung = "none";
     return done({125, no_sandbox(ns, ll), {}}, p.timeline);
   }
-  LaunchOutcome o = landlock::run(p, policy, std::move(ready));
+  LaunchOutcome o = landlock::run(p, std::move(ready));
   if (o.command_started) {
     ll.used = true;
     report.rung = "landlock";
@@ -295,14 +267,16 @@ LadderOutcome run_ladder(const Policy& policy, Prepared& p, LaunchReport& report
 }
 
 int probe_rungs(const Policy& policy, bool json_out) {
-  HostFacts host{::getuid(), ::getgid(), current_directory()};
-  auto plan = make_plan(policy, host);
-  if (!plan) {
-    fmt::print(stderr, "nsrun: {}\n", plan.error().message());
+  // What a launch prepares, then each rung's launch up to the exec.
+  auto prepared = prepare(policy);
+  if (!prepared) {
+    fmt::print(stderr, "nsrun: {}\n", prepared.error().message());
     return 125;
   }
-  const NamespaceVerdict ns = probe_namespaces(*plan);
-  const landlock::Readiness ll = landlock::assess(policy);
+  const LaunchPlan* plan = &prepared->plan;
+  const NamespaceVerdict ns = probe_namespaces(*prepared);
+  landlock::Readiness ll = landlock::assess(policy);
+  if (ll.reason.empty()) probe_landlock(*prepared, ll);
   const bool ns_ok = ns.reason.empty() && policy.backend != Backend::landlock;
   const bool ll_ok = ll.reason.empty() && policy.backend != Backend::namespaces;
   const std::string selected = ns_ok ? "namespaces" : ll_ok ? "landlock" : "none";

@@ -5,6 +5,7 @@
 #include <ftw.h>
 #include <limits.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -39,12 +40,21 @@ std::string tmpdir_base() {
 }
 
 constexpr std::string_view tmpdir_prefix = "/nsrun-";
+constexpr std::size_t tmpdir_random = 12;  // characters after the prefix
 
-// The private temporary directory: mkdtemp, so its name is unpredictable.
-Result<std::string> make_tmpdir() {
-  std::string templ = tmpdir_base() + std::string(tmpdir_prefix) + "XXXXXX";
-  if (::mkdtemp(templ.data()) == nullptr) return fail(sys_error("mkdtemp", templ));
-  return templ;
+// The private temporary directory's name, unpredictable (71 random bits:
+// no other process can have made it before us, nor guess it to make it
+// first). Named before it exists so that nsrun can be told first: mkdtemp
+// would create and name it in one call, and a supervisor killed between
+// that call and the telling would leave a directory nobody knows of (the
+// set-up kills of tools/soak.sh found one).
+Result<std::string> tmpdir_name() {
+  static constexpr std::string_view chars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  unsigned char bytes[tmpdir_random];
+  if (::getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes)) return fail(sys_error("getrandom", "TMPDIR name"));
+  std::string name = tmpdir_base() + std::string(tmpdir_prefix);
+  for (unsigned char b : bytes) name += chars[b % chars.size()];
+  return name;
 }
 
 // Best effort, after every process of the run is gone. Directories the
@@ -102,9 +112,10 @@ void set_env(std::vector<std::string>& env, std::string_view name, std::string_v
   env.push_back(prefix + std::string(value));
 }
 
-// Second line: the TMPDIR the supervisor said it made, if it is still
-// there. Only a whole line naming a direct child of the TMPDIR base with
-// nsrun's prefix is taken: a short or foreign name removes nothing.
+// Second line: the TMPDIR the supervisor named (it names it before making
+// it), if it is there. Only exactly one whole line naming a direct child
+// of the TMPDIR base with nsrun's prefix is taken: a short or foreign name,
+// or a name taken back by a second line, removes nothing.
 void remove_reported_tmpdir(int name_in) {
   char buf[PIPE_BUF + 1];
   std::size_t got = 0;
@@ -118,7 +129,7 @@ void remove_reported_tmpdir(int name_in) {
   if (name.empty() || name.back() != '\n') return;
   name.remove_suffix(1);
   const std::string prefix = tmpdir_base() + std::string(tmpdir_prefix);
-  if (!name.starts_with(prefix) || name.size() != prefix.size() + 6 ||
+  if (!name.starts_with(prefix) || name.size() != prefix.size() + tmpdir_random ||
       name.substr(prefix.size()).find('/') != std::string_view::npos)
     return;
   remove_tree(std::string(name));
@@ -142,8 +153,8 @@ int parent_death_signal() { return SIGRTMIN + 2; }
 //
 // The supervisor makes the private TMPDIR itself, once it is armed, so a
 // nsrun killed at any instant leaves none behind; it tells nsrun the name
-// first (one write on `tmpdir_out`), so that nsrun can still remove it if
-// the supervisor is killed.
+// before making it (one write on `tmpdir_out`), so that nsrun can still
+// remove it if the supervisor is killed at any instant.
 [[noreturn]] void supervisor(pid_t nsrun_pid, int channel, int tmpdir_out, Prepared& p,
                              const sigset_t& original_mask, const CommandSetup& setup, const Ruleset& ruleset) {
   // Orphans of the command come to us, so none outlives the run.
@@ -162,17 +173,27 @@ int parent_death_signal() { return SIGRTMIN + 2; }
     // nsrun may have died before the prctl: then nothing will signal us.
     if (::getppid() != nsrun_pid) ::_exit(125);
   }
-  auto made = make_tmpdir();
-  if (!made) {
-    send_error(channel, made.error());
+  auto named = tmpdir_name();
+  if (!named) {
+    send_error(channel, named.error());
     ::_exit(125);
   }
-  const std::string& tmpdir = *made;
-  // One write below PIPE_BUF is atomic: nsrun reads the whole name or none.
+  const std::string& tmpdir = *named;
+  // Told first, made second: killed in between, nsrun finds nothing to
+  // remove. One write below PIPE_BUF is atomic: nsrun reads the whole name
+  // or none.
   const std::string line = tmpdir + "\n";
   if (line.size() > PIPE_BUF || ::write(tmpdir_out, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
     send_error(channel, sys_error("tell nsrun the TMPDIR", tmpdir, line.size() > PIPE_BUF ? ENAMETOOLONG : errno));
-    remove_tree(tmpdir);
+    ::_exit(125);
+  }
+  // mkdir never follows a symlink in the last component (EEXIST instead).
+  // Not made: a second line takes the name back (nsrun then removes
+  // nothing; the name is not ours).
+  if (::mkdir(tmpdir.c_str(), 0700) != 0) {
+    Error e = sys_error("mkdir", tmpdir);
+    (void)!::write(tmpdir_out, "-\n", 2);
+    send_error(channel, e);
     ::_exit(125);
   }
   ::close(tmpdir_out);
@@ -258,27 +279,28 @@ Readiness assess(const Policy& policy) {
     r.detail = ruleset.error().item;
     return r;
   }
-  r.ruleset = std::move(*ruleset);
-  return r;
-}
-
-LaunchOutcome run(Prepared& p, const Policy& policy, Readiness ready) {
-  LaunchOutcome out;
   // Without a network namespace, --network none is the filter's to keep.
   auto filter = compile_filter(policy, FilterRung::landlock);
   if (!filter) {
-    out.error = filter.error();
-    out.timeline = p.timeline;
-    return out;
+    r.reason = "failed";
+    r.detail = filter.error().message();
+    return r;
   }
-  p.seccomp = std::move(*filter);
-  if (!policy.layers.redirect.empty()) {
+  r.ruleset = std::move(*ruleset);
+  r.filter = filter_key(policy, FilterRung::landlock);
+  r.seccomp = std::move(*filter);
+  r.redirect = policy.layers.redirect;
+  return r;
+}
+
+LaunchOutcome run(Prepared& p, Readiness ready) {
+  LaunchOutcome out;
+  if (!ready.redirect.empty()) {
     const char* maven = env_lookup(p.env, "MAVEN_OPTS");
-    for (const auto& [var, value] : cache_redirects(policy.layers.redirect, maven ? maven : ""))
-      set_env(p.env, var, value);
+    for (const auto& [var, value] : cache_redirects(ready.redirect, maven ? maven : "")) set_env(p.env, var, value);
     fmt::print(stderr, "nsrun: --home cow: no overlay on the Landlock rung; the home stays read-only and the "
                        "well-known caches go to {}\n",
-               printable(policy.layers.redirect));
+               printable(ready.redirect));
   }
   // Everything but the private TMPDIR, which the supervisor adds.
   Result<Fd> fd = build(ready.ruleset);
@@ -309,6 +331,7 @@ LaunchOutcome run(Prepared& p, const Policy& policy, Readiness ready) {
   const sigset_t original_mask = block_for_launch();
   CommandSetup setup;
   setup.landlock_ruleset = fd->get();
+  setup.filter = &ready.seccomp;
   const pid_t nsrun_pid = ::getpid();
   const pid_t child = ::fork();
   if (child < 0) {
@@ -325,7 +348,7 @@ LaunchOutcome run(Prepared& p, const Policy& policy, Readiness ready) {
   channel->child.reset();
   name_out.reset();
   fd->reset();
-  out = supervise(child, channel->parent.get(), p, original_mask);
+  out = supervise(child, channel->parent.get(), p, original_mask, "the supervisor");
   // The supervisor has ended the command's processes and removed the
   // TMPDIR; only if it was killed itself is anything left, now ours.
   end_leftovers();

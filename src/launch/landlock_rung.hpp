@@ -13,25 +13,33 @@
 #include "landlock/ruleset.hpp"
 #include "launch/launch.hpp"
 #include "policy/policy.hpp"
+#include "seccomp/filter.hpp"
 
 namespace nsrun::landlock {
 
-// Everything decided before fork: the ABI, the ruleset, why the rung
-// cannot be used.
+// The rung's launch spec, everything decided before fork from the Policy
+// and the host (the ABI, the terminals): the ruleset, this rung's seccomp
+// filter, or why the rung cannot be used. The launch (run()), `nsrun
+// probe` and `nsrun explain --backend landlock` read only this, never the
+// Policy.
 struct Readiness {
   int abi = 0;          // 0: Landlock missing
-  std::string reason;   // stable code when unusable: landlock-missing, landlock-cannot-express
+  std::string reason;   // stable code when unusable: landlock-missing, landlock-cannot-express, failed
   std::string detail;   // the error or the item behind the reason
   Ruleset ruleset;      // valid when reason is empty (tmpdir rule not yet added)
+  FilterKey filter;     // this rung's filter (FilterRung::landlock) ...
+  BpfProgram seccomp;   // ... compiled; loaded by the command last
+  std::string redirect; // a copy-on-write home's cache-redirect directory (src/layers/), or empty
 };
 
-// Reads the kernel's ABI and plans the ruleset for `policy`, without
-// touching the file system. Used by the ladder and by `nsrun probe`.
+// Reads the kernel's ABI, plans the ruleset for `policy` and compiles the
+// rung's filter, without touching the file system. Used by the ladder,
+// `nsrun probe` and `nsrun explain`.
 Readiness assess(const Policy& policy);
 
 // Runs the prepared command on this rung. `ready` must come from assess()
 // with an empty reason.
-LaunchOutcome run(Prepared& prepared, const Policy& policy, Readiness ready);
+LaunchOutcome run(Prepared& prepared, Readiness ready);
 
 // The parent pid field of a /proc/<pid>/stat line, -1 when `stat` is not
 // one. The command name before it may hold spaces and ')', and only the

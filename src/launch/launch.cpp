@@ -123,7 +123,7 @@ Error try_exec(Prepared& p) {
   }
   // Last: from here on the command's own restrictions apply to us too.
   if (!setup.confined_by_parent)
-    if (auto r = load_filter(p.seccomp); !r) die(channel, r.error());
+    if (auto r = load_filter(setup.filter != nullptr ? *setup.filter : p.seccomp); !r) die(channel, r.error());
   for (const auto& program : p.extra_seccomp)
     if (auto r = load_filter(program); !r) die(channel, r.error());
   // The check tries for real: if it succeeds, the command never runs.
@@ -131,6 +131,7 @@ Error try_exec(Prepared& p) {
     die(channel, sys_error(Operation::assert_userns_disabled, {}, 0, "creating a user namespace still works"));
   p.timeline.mark("seccomp");
   send_timeline(channel, p.timeline.encode());
+  if (p.stop_before_exec) ::_exit(0);
   die(channel, try_exec(p));
 }
 
@@ -299,6 +300,29 @@ namespace {
   ::_exit(wait_forwarding(child));
 }
 
+// `status` is the sandbox's first process's (PID 1, or the Landlock rung's
+// supervisor). Killed itself, it names itself; exited, it passed on the
+// status of the command's process, which died before its exec.
+Error died_in_setup(int status, std::string_view first_process) {
+  std::string what;
+  if (WIFSIGNALED(status)) {
+    what = fmt::format("{} was killed by signal {} (SIG{}) before the command's exec", first_process,
+                       WTERMSIG(status), sigabbrev_np(WTERMSIG(status)));
+  } else {
+    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    if (code > 128 && sigabbrev_np(code - 128) != nullptr)
+      what = fmt::format("the command's process was killed by signal {} (SIG{}) before its exec", code - 128,
+                         sigabbrev_np(code - 128));
+    else
+      what = fmt::format("the command's process ended with status {} before its exec", code);
+  }
+  Error e{"set-up", 0, {}, std::move(what)};
+  // Seen by nsrun while it supervises; which step the sandbox had reached
+  // (build, confine, the command's start) it did not say before dying.
+  e.phase = Phase::supervise;
+  return e;
+}
+
 int run_unconfined(Prepared& p) {
   fmt::print(stderr, "nsrun: full-access: running the command without confinement\n");
   if (auto r = enter_directory(p.plan); !r) {
@@ -363,10 +387,11 @@ LaunchOutcome run_namespaces(Prepared& p) {
     sandbox_child(channel->child.get(), p, original_mask);
   }
   channel->child.reset();
-  return supervise(child, channel->parent.get(), p, original_mask);
+  return supervise(child, channel->parent.get(), p, original_mask, "PID 1");
 }
 
-LaunchOutcome supervise(pid_t child, int channel, Prepared& p, const sigset_t& original_mask) {
+LaunchOutcome supervise(pid_t child, int channel, Prepared& p, const sigset_t& original_mask,
+                        std::string_view first_process) {
   LaunchOutcome out;
   // Not zeroed: only the bytes received are touched.
   ChannelBytes bytes;
@@ -388,6 +413,24 @@ LaunchOutcome supervise(pid_t child, int channel, Prepared& p, const sigset_t& o
     // An exec failure happens after the sandbox was built: the command's
     // own fate, not a reason to try another rung.
     out.command_started = out.error->kind == ErrorKind::not_found || out.error->kind == ErrorKind::not_exec;
+    return out;
+  }
+  if (!received->exec_next) {
+    // Every copy of the channel closed with neither an error nor the
+    // command's last message: a process of the sandbox was killed in
+    // set-up (SIGKILL, the OOM killer). The command never ran; say so
+    // instead of passing the death on as if it were the command's.
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    sigprocmask(SIG_SETMASK, &original_mask, nullptr);
+    if (p.setup_death_as_status) {
+      // Not a failure to move on from: no other rung may run the command.
+      out.command_started = true;
+      out.exit_code = exit_status(status);
+      return out;
+    }
+    out.error = died_in_setup(status, first_process);
+    out.exit_code = out.error->exit_code();
     return out;
   }
   out.timeline.mark("exec");
@@ -428,14 +471,18 @@ Result<Prepared> prepare(const Policy& policy) {
     p.plan.clone_flags &= ~static_cast<uint64_t>(CLONE_NEWCGROUP);
   p.env = resolve_env(policy, current_environment());
   p.argv = policy.argv;
-  p.exec_paths = exec_candidates(policy.argv.front(), env_lookup(p.env, "PATH"));
-  if (!policy.argv0.empty()) p.argv.front() = policy.argv0;
+  // No command: `nsrun probe`, which stops before the exec.
+  if (!policy.argv.empty()) {
+    p.exec_paths = exec_candidates(policy.argv.front(), env_lookup(p.env, "PATH"));
+    if (!policy.argv0.empty()) p.argv.front() = policy.argv0;
+  }
   p.pass_fds = policy.pass_fds;
   auto caps = parse_capabilities(policy.cap_add);
   if (!caps) return fail(caps.error());
   p.keep_caps = std::move(*caps);
   auto filter = compile_filter(policy);
   if (!filter) return fail(filter.error());
+  p.filter = filter_key(policy, FilterRung::namespaces);
   p.seccomp = std::move(*filter);
   if (policy.disable_userns) {
     auto no_userns = compile_no_userns_filter();
@@ -490,7 +537,7 @@ int run(const Policy& policy) {
   });
 }
 
-int run(const Policy& policy, const ErrorReporter& report_error) {
+int run(const Policy& policy, const ErrorReporter& report_error, SetupDeath setup_death) {
   // Before anything runs: the command must not be able to choose what the
   // report overwrites (see ReportSink).
   auto sink = ReportSink::open(policy);
@@ -517,6 +564,7 @@ int run(const Policy& policy, const ErrorReporter& report_error) {
   note_layers(*layers, report);
   auto prepared = prepare(layers->policy());
   if (!prepared) return finish(prepared.error().exit_code(), prepared.error());
+  prepared->setup_death_as_status = setup_death == SetupDeath::as_status;
   report.proc = prepared->plan.proc;
   if (policy.mode == Mode::full_access) {
     report.rung = "unconfined";

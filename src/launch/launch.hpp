@@ -19,7 +19,11 @@
 
 namespace nsrun {
 
-// What the child needs, fully computed in the parent.
+// The namespace rung's launch spec (and what both rungs' command start
+// shares), built once from the Policy and the host facts by prepare(): the
+// launch, `nsrun probe` and `nsrun explain` read it, not the Policy. The
+// Landlock rung's own part is landlock::Readiness (launch/landlock_rung.hpp).
+// Only `timeline` changes during a launch (and the children's copies).
 struct Prepared {
   LaunchPlan plan;
   std::vector<std::string> env;            // resolved environment
@@ -29,7 +33,8 @@ struct Prepared {
   std::vector<cap_value_t> keep_caps;      // kept inside (bwrap --cap-add)
   int new_session = -1;                    // -1: when stdin is not a terminal
   bool die_with_parent = true;
-  BpfProgram seccomp;                      // compiled; loaded last, before exec
+  FilterKey filter;                        // the namespace rung's filter (cheap: explain builds its rules) ...
+  BpfProgram seccomp;                      // ... compiled; loaded last, before exec
   std::vector<BpfProgram> extra_seccomp;   // the no-userns filter, then the caller's, after `seccomp`
   bool assert_userns_disabled = false;
   int info_fd = -1;                        // status fds, -1: none
@@ -43,6 +48,13 @@ struct Prepared {
   std::optional<gid_t> join_gid;
   std::vector<std::string> lock_files;
   Timeline timeline;                       // started before prepare()
+  // `nsrun probe`: the whole launch, with the command's process exiting 0
+  // where it would exec; no command runs.
+  bool stop_before_exec = false;
+  // A sandbox that dies before the command's exec: an error of the phase
+  // "set-up" (nsrun's way), or, as bwrap does, its status passed on
+  // silently as the command's (SetupDeath::as_status).
+  bool setup_death_as_status = false;
 };
 
 Result<Prepared> prepare(const Policy& policy);
@@ -65,6 +77,9 @@ struct CommandSetup {
   // capability sets, set no_new_privs and loaded `Prepared::seccomp`; the
   // command inherits all of it instead of doing it again.
   bool confined_by_parent = false;
+  // The rung's own filter instead of `Prepared::seccomp` (the Landlock
+  // rung's, from its spec), so that no rung rewrites the shared spec.
+  const BpfProgram* filter = nullptr;
 };
 
 // Shared by the rungs. Child side: the process that becomes the command
@@ -77,9 +92,14 @@ struct CommandSetup {
 pid_t spawn_command(int channel, Prepared& p, const sigset_t& original_mask, const CommandSetup& setup);
 // Child side: PDEATHSIG, and a check that the parent did not die before it.
 void arm_die_with_parent(int channel);
-// Parent side, after fork/clone of `child`: reads the channel to its end,
-// then waits for the command, forwarding signals.
-LaunchOutcome supervise(pid_t child, int channel, Prepared& p, const sigset_t& original_mask);
+// Parent side, after fork/clone of `child` (named `first_process` in a
+// message): reads the channel to its end, then waits for the command,
+// forwarding signals. A sandbox that dies before the command's exec
+// (SIGKILL, the OOM killer) ends as an error of the phase "set-up" (exit
+// 125); one that dies after it, with the status it died with (137 for a
+// SIGKILL), as the command would.
+LaunchOutcome supervise(pid_t child, int channel, Prepared& p, const sigset_t& original_mask,
+                        std::string_view first_process);
 
 // Runs the command; returns nsrun's exit status (the command's, or 125, 126,
 // 127 for nsrun's own failures, with the message already printed).
@@ -90,7 +110,10 @@ int run(const Policy& policy);
 // own; the launch does not know which front end it serves. `cause`, when
 // set, is the namespace rung's own failure behind a refusal of the ladder.
 using ErrorReporter = std::function<int(const Error& error, const std::optional<Error>& cause)>;
-int run(const Policy& policy, const ErrorReporter& report_error);
+// How a sandbox killed before the command's exec ends the run (see
+// Prepared::setup_death_as_status).
+enum class SetupDeath { error, as_status };
+int run(const Policy& policy, const ErrorReporter& report_error, SetupDeath setup_death = SetupDeath::error);
 
 // The candidate paths execvp would try for `name` under `path_var`.
 std::vector<std::string> exec_candidates(const std::string& name, const char* path_var);

@@ -52,6 +52,7 @@ void receive_raw(int fd, ChannelBytes& out) {
     if (n == 0) return;
     const std::string_view msg(buf, static_cast<std::size_t>(n));
     if (msg.front() == timeline_tag) {
+      out.exec_next = true;
       out.timeline_size = msg.copy(out.timeline.data(), out.timeline.size(), 1);
     } else if (msg.front() == error_tag && !out.has_error) {
       out.has_error = true;
@@ -64,6 +65,7 @@ Result<ChildReport> decode(const ChannelBytes& bytes) {
   if (bytes.failed_errno != 0) return fail(sys_error(Operation::receive, "channel", bytes.failed_errno));
   ChildReport received;
   received.timeline.assign(bytes.timeline.data(), bytes.timeline_size);
+  received.exec_next = bytes.exec_next;
   if (bytes.has_error) {
     auto e = decode_error(std::string_view(bytes.error.data(), bytes.error_size));
     if (!e) return fail(e.error());

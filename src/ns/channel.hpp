@@ -31,24 +31,29 @@ void send_timeline(int fd, std::string_view encoded);
 struct ChildReport {
   std::optional<Error> error;  // the first error the sandbox sent
   std::string timeline;        // encoded marks, when sent
+  bool exec_next = false;      // the command reached its exec (ChannelBytes::exec_next)
 };
 
 // Parent side, in two halves. receive_raw() reads until end-of-file into
-// buffers it holds, with raw system calls: while it runs, the sandbox's
-// processes may share this process's memory (launch/launch.cpp), so it must not
-// allocate or set errno. decode() then builds the report.
+// buffers it holds, with raw system calls, allocating nothing (a rule from
+// when PID 1 shared nsrun's memory; it now has its own, and only the
+// command's start shares PID 1's, or the supervisor's); the caller can act
+// on a failed receive before decode() builds the report.
 struct ChannelBytes {
   std::array<char, 65536> error;  // the first error message, tag stripped
   std::size_t error_size = 0;
   bool has_error = false;
   std::array<char, 1024> timeline;
   std::size_t timeline_size = 0;
+  // The timeline arrived: the command's last message, sent just before its
+  // exec. End-of-file without it means the sandbox died in set-up.
+  bool exec_next = false;
   int failed_errno = 0;           // the receive itself failed
 };
 void receive_raw(int fd, ChannelBytes& out);
 Result<ChildReport> decode(const ChannelBytes& bytes);
 
-// Both, for a child that does not share memory with us.
+// Both at once.
 Result<ChildReport> receive_until_eof(int fd);
 
 }  // namespace nsrun

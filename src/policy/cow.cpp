@@ -125,6 +125,7 @@ void preview_layers(Policy& p) {
   if (p.home == HomeMode::cow && !l.home.empty() && !l.home_base.empty() && l.home_layer.upper.empty()) {
     const std::string dir = l.home_base + "/" + l.home_name;
     l.home_layer = {l.home, dir + "/upper", dir + "/work-<launch>"};
+    l.redirect = dir + "/redirect";
   }
 }
 

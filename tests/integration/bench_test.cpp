@@ -4,6 +4,9 @@
 
 #include <catch2/catch_test_macros.hpp>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <string>
 
 using namespace nsrun_test;
@@ -47,4 +50,50 @@ TEST_CASE("nsrun bench refuses bad options with exit 125", "[bench][validation]"
   r = nsrun({"bench", "--baseline", "nothing-like-this", "-n", "1"});
   CHECK(r.exit_code == 125);
   CHECK(r.err.find("--baseline") != std::string::npos);
+}
+
+// The floor rows (issue 16): a static program that only execs the payload,
+// one per C library the build offers, found beside nsrun or in tools/
+// below its directory (a build tree). Each launch of a floor row must run
+// the payload itself, with its arguments.
+TEST_CASE("nsrun bench's floor rows exec the payload and pair every row against it", "[bench]") {
+  require_userns();
+  const std::string dir = nsrun_path().substr(0, nsrun_path().rfind('/') + 1);
+  auto built = [&](const std::string& libc) {
+    for (const std::string& p : {dir + "nsrun-floor-" + libc, dir + "tools/nsrun-floor-" + libc})
+      if (::access(p.c_str(), X_OK) == 0) return true;
+    return false;
+  };
+  TempDir out("bench-floor");
+  const std::string log = out / "runs";
+  RunResult r = nsrun({"bench", "-n", "3", "--warmup", "1", "--rows", "bare,floor", "--payload",
+                       "/bin/sh -c 'echo \"$0\" >> " + log + "' ran", "--json", out / "bench.json"},
+                      [] {
+                        RunOptions o;
+                        o.timeout = 60s;
+                        return o;
+                      }());
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  std::size_t floors = 0;
+  for (const std::string libc : {"glibc", "musl"}) {
+    INFO(libc);
+    CHECK(r.out.find("floor " + libc) != std::string::npos);
+    if (built(libc)) {
+      ++floors;
+      CHECK(r.out.find("floor " + libc + "  unavailable") == std::string::npos);
+    } else {
+      WARN("nsrun-floor-" << libc << " is not built beside " << nsrun_path() << ": its row is shown unavailable");
+      CHECK(r.out.find("nsrun-floor-" + libc + " not built") != std::string::npos);
+    }
+  }
+  // Each measured row ran the payload once to check it, once to warm up and
+  // three times measured: bare and every floor that was built.
+  const std::string runs = read_file(log);
+  CHECK(static_cast<std::size_t>(std::count(runs.begin(), runs.end(), '\n')) == 5 * (1 + floors));
+  CHECK(runs.find("ran\n") == 0);
+  if (floors > 0) {
+    CHECK(r.out.find("above the floor") != std::string::npos);
+    CHECK(read_file(out / "bench.json").find(R"("floor_ratios": {"floor glibc": )") != std::string::npos);
+  }
 }

@@ -245,6 +245,37 @@ TEST_CASE("an unavailable row is reported with its reason and never launched") {
   CHECK(format_table(res).find("unavailable (nsrun: --backend: unknown option)") != std::string::npos);
 }
 
+TEST_CASE("every row but the floors is paired against each measured floor") {
+  uint64_t now = 0;
+  FakeLauncher fake(now);
+  fake.durations["bare"] = {1'000'000};
+  fake.durations["floor glibc"] = {2'000'000, 4'000'000};
+  fake.durations["floor musl"] = {1'500'000};
+  fake.durations["nsrun workspace-write"] = {6'000'000};
+  fake.refuse["floor musl"] = "nsrun-floor-musl not built";
+  Row glibc = row("floor glibc"), musl = row("floor musl");
+  glibc.floor = musl.floor = true;
+  Options o;
+  o.launches = 4;
+  o.warmup = 0;
+  o.baseline = "bare";
+  Results res = measure({row("bare"), glibc, musl, row("nsrun workspace-write", true)}, o, fake, [&] { return now; });
+  // The unavailable musl floor is no yardstick; the floors get no ratio of their own.
+  CHECK(res.rows[1].floor_ratios.empty());
+  CHECK(res.rows[2].floor_ratios.empty());
+  REQUIRE(res.rows[3].floor_ratios.size() == 1);
+  CHECK(res.rows[3].floor_ratios[0].first == "floor glibc");
+  CHECK_THAT(res.rows[3].floor_ratios[0].second, WithinAbs(2.25, 1e-9));  // 6/2, 6/4 paired: median of 3, 3, 1.5, 1.5
+  REQUIRE(res.rows[0].floor_ratios.size() == 1);
+  CHECK_THAT(res.rows[0].floor_ratios[0].second, WithinAbs(0.375, 1e-9));
+  const std::string table = format_table(res);
+  CHECK(table.find("above the floor") != std::string::npos);
+  // p50s: workspace-write 6 ms, floor glibc 2 ms (nearest rank of 2 2 4 4); bare 1 ms is below it.
+  CHECK(table.find("floor glibc: +4.00 ms 2.25x") != std::string::npos);
+  CHECK(table.find("floor glibc: -1.00 ms 0.38x") != std::string::npos);
+  CHECK(to_json(res).find(R"("floor_ratios": {"floor glibc": 2.250})") != std::string::npos);
+}
+
 TEST_CASE("the concurrency pass counts launches per second on the clock") {
   uint64_t now = 0;
   FakeLauncher fake(now);
@@ -285,9 +316,9 @@ TEST_CASE("the JSON has every documented field") {
   const auto& rows = doc->find("rows")->as_array();
   REQUIRE(rows.size() == 3);
   for (const auto& r : rows)
-    for (const char* key : {"name", "command", "nsrun", "available", "reason", "launches", "failures", "latency_us",
-                            "cpu_us_mean", "peak_rss_kib", "ratio", "overhead_ratio", "launches_per_s", "phases_us",
-                            "samples_us"})
+    for (const char* key : {"name", "command", "nsrun", "floor", "available", "reason", "launches", "failures",
+                            "latency_us", "cpu_us_mean", "peak_rss_kib", "ratio", "overhead_ratio", "floor_ratios",
+                            "launches_per_s", "phases_us", "samples_us"})
       CHECK(r.find(key) != nullptr);
   const auto& ro = rows[1];
   for (const char* key : {"min", "p50", "p90", "p99", "max", "mean"}) CHECK(ro.find("latency_us")->find(key)->is_int());

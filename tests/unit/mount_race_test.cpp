@@ -1,4 +1,4 @@
-// Issue 10 items 8 and 11, the parts testable without root: which plan
+// Issue 10 items 8 and 11 and issue 12, the parts testable without root: which plan
 // steps resolve their paths through no symlink, which must land on the
 // object they cloned, the collapse of repeated mounts on one destination,
 // and the executor's refusals (in forked children with their own user and
@@ -343,4 +343,102 @@ TEST_CASE("executor: a path bound onto itself must land on the object it cloned"
   CHECK(step == "bind");
   // The same without the cover builds.
   CHECK(child_build_root({root_bind(), ro}) == 0);
+}
+
+// ---------------------------------------------------------------- executor: created paths
+// Issue 12: the paths the executor creates in the new root and the
+// destinations it mounts on never pass through a symlink or a '..'. The new
+// root is a tmpfs the steps fill, so every symlink here is one the plan
+// itself made, as a hostile earlier step or a bwrap caller would.
+
+namespace {
+
+MountStep step(Op op, std::string dest, std::string source = {}) {
+  MountStep s;
+  s.op = op;
+  s.dest = std::move(dest);
+  s.source = std::move(source);
+  return s;
+}
+
+MountStep tmpfs_root() { return step(Op::tmpfs, "/"); }
+
+// A symlink the plan makes: `dest` -> `target`.
+MountStep plan_symlink(std::string dest, std::string target) { return step(Op::symlink, std::move(dest), std::move(target)); }
+
+struct Refusal {
+  int err;
+  std::string step;
+};
+
+Refusal refused(const std::vector<MountStep>& steps) {
+  std::string name;
+  const int got = child_build_root(steps, &name);
+  skip_without_userns(got);
+  return {got, name};
+}
+
+}  // namespace
+
+TEST_CASE("executor: a file to write whose last component is a symlink is refused (ELOOP)", "[executor]") {
+  MountStep w = step(Op::write_file, "/f");
+  w.data = "x";
+  const Refusal r = refused({tmpfs_root(), plan_symlink("/f", "/target"), w});
+  CHECK(r.err == ELOOP);
+  CHECK(r.step == "create");
+}
+
+TEST_CASE("executor: a file to write below a symlinked directory is refused (ELOOP)", "[executor]") {
+  MountStep w = step(Op::write_file, "/d/f");
+  w.data = "x";
+  const Refusal r = refused({tmpfs_root(), step(Op::mkdir, "/real"), plan_symlink("/d", "/real"), w});
+  CHECK(r.err == ELOOP);
+  CHECK(r.step == "create");
+}
+
+// bwrap's --dir keeps a directory that is already there, through a symlink
+// inside the root too (nothing is made); a dangling symlink is another
+// matter: making the directory would make it wherever the link points.
+TEST_CASE("executor: a directory to make that is a dangling symlink is refused (ELOOP)", "[executor]") {
+  const Refusal r = refused({tmpfs_root(), plan_symlink("/d", "/elsewhere"), step(Op::mkdir, "/d")});
+  CHECK(r.err == ELOOP);
+  CHECK(r.step == "create");
+  CHECK(refused({tmpfs_root(), step(Op::mkdir, "/real"), plan_symlink("/d", "/real"), step(Op::mkdir, "/d")}).err == 0);
+}
+
+TEST_CASE("executor: '..' in a mount destination or a file to write is refused (EINVAL)", "[executor]") {
+  SECTION("tmpfs") {
+    const Refusal r = refused({tmpfs_root(), step(Op::mkdir, "/a"), step(Op::tmpfs, "/a/../b")});
+    CHECK(r.err == EINVAL);
+    CHECK(r.step == "create");
+  }
+  SECTION("write_file") {
+    MountStep w = step(Op::write_file, "/a/../f");
+    w.data = "x";
+    const Refusal r = refused({tmpfs_root(), step(Op::mkdir, "/a"), w});
+    CHECK(r.err == EINVAL);
+    CHECK(r.step == "create");
+  }
+}
+
+TEST_CASE("executor: a mount destination whose parent is a symlink is refused (ELOOP)", "[executor]") {
+  SECTION("tmpfs") {
+    const Refusal r = refused({tmpfs_root(), step(Op::mkdir, "/real"), plan_symlink("/d", "/real"), step(Op::tmpfs, "/d/t")});
+    CHECK(r.err == ELOOP);
+    CHECK(r.step == "create");
+  }
+  SECTION("a file's mount point (dest_is_file)") {
+    MountStep b = step(Op::bind, "/d/null", "/dev/null");
+    b.dest_is_file = true;
+    const Refusal r = refused({tmpfs_root(), step(Op::mkdir, "/real"), plan_symlink("/d", "/real"), b});
+    CHECK(r.err == ELOOP);
+    CHECK(r.step == "create");
+  }
+}
+
+TEST_CASE("executor: the same steps without the symlink build (the refusals are not blanket)", "[executor]") {
+  MountStep w = step(Op::write_file, "/real/f");
+  w.data = "x";
+  const Refusal r = refused({tmpfs_root(), step(Op::mkdir, "/real"), w, step(Op::tmpfs, "/real/t"), step(Op::mkdir, "/real/d")});
+  CHECK(r.err == 0);
 }
