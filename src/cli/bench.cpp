@@ -20,7 +20,7 @@ namespace nsrun {
 
 namespace {
 
-constexpr std::string_view own_rows[] = {"bare", "floor", "read-only", "workspace-write", "network-none", "landlock"};
+constexpr std::string_view own_rows[] = {"bare", "floor", "read-only", "workspace-write", "network-none", "network-proxy", "landlock"};
 
 // The C libraries tools/meson.build may build a floor for
 // (tools/nsrun-floor-exec.c, one static binary each).
@@ -254,7 +254,7 @@ Result<BenchArgs> parse_bench(std::span<const std::string> args) {
         const std::size_t comma = rest.find(',');
         std::string_view name = rest.substr(0, comma);
         if (std::find(std::begin(own_rows), std::end(own_rows), name) == std::end(own_rows))
-          return fail(usage_error(arg, fmt::format("unknown row '{}' (bare, floor, read-only, workspace-write, network-none, landlock)", name)));
+          return fail(usage_error(arg, fmt::format("unknown row '{}' (bare, floor, read-only, workspace-write, network-none, network-proxy, landlock)", name)));
         a.rows.emplace_back(name);
         rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
       }
@@ -282,7 +282,8 @@ std::string bench_usage() {
       "\n"
       "Measures sandbox start-up latency: spawn to exit of a no-op payload, bare,\n"
       "through the floor (a static program that only execs it, per C library),\n"
-      "under nsrun (read-only, workspace-write, network-none, landlock) and under\n"
+      "under nsrun (read-only, workspace-write, network-none, network-proxy,\n"
+      "landlock) and under\n"
       "peers, interleaved launch by launch in one run.\n"
       "\n"
       "options:\n"
@@ -297,7 +298,7 @@ std::string bench_usage() {
       "                         peer, else bare)\n"
       "  --rows LIST            nsrun's own rows to run, comma-separated, from\n"
       "                         bare,floor,read-only,workspace-write,network-none,\n"
-      "                         landlock\n"
+      "                         network-proxy,landlock\n"
       "  --binds N              add a workspace-write row with N extra read-only binds\n"
       "  --payload CMDLINE      the payload (default /bin/true, else nsrun --bench-noop)\n"
       "  --nsrun PATH           the nsrun binary to measure (default: this one)\n"
@@ -352,6 +353,11 @@ int bench_main(std::span<const std::string> args) {
   if (wanted(a, "workspace-write")) rows.push_back(nsrun_row(a, ws, "nsrun workspace-write", "workspace-write", {}));
   if (wanted(a, "network-none"))
     rows.push_back(nsrun_row(a, ws, "nsrun network-none", "workspace-write", {"--network", "none"}));
+  // The egress proxy's cost to a launch: its listeners, the socketpair and
+  // the thread (issue 13); nothing is connected.
+  if (wanted(a, "network-proxy"))
+    rows.push_back(nsrun_row(a, ws, "nsrun network-proxy", "workspace-write",
+                             {"--network", "proxy", "--allow-host", "example.invalid"}));
   if (wanted(a, "landlock"))
     rows.push_back(nsrun_row(a, ws, "nsrun landlock", "workspace-write", {"--backend", "landlock"}));
   if (a.binds > 0) {

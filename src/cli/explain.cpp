@@ -86,10 +86,26 @@ void explain_namespaces(const Prepared& prepared, std::string& out) {
   out += fmt::format("landlock rung: refuses everywhere, writable roots too: {} (Landlock cannot confine them to "
                      "the writable roots)\n",
                      fmt::join(landlock_refused_everywhere(), ", "));
-  out += fmt::format("network: {}\n", (prepared.plan.clone_flags & CLONE_NEWNET) != 0
-                                           ? "none (a new network namespace with only lo up, 127.0.0.1; pathname unix sockets are "
-                                             "files, not network: see unix sockets)"
-                                           : "share (the host's network)");
+  if (prepared.egress)
+    out += "network: proxy (a new network namespace with only lo; HTTP/SOCKS proxy at 127.0.0.1:3128 and DNS at "
+           "127.0.0.1:53, served by nsrun outside the sandbox)\n";
+  else
+    out += fmt::format("network: {}\n", (prepared.plan.clone_flags & CLONE_NEWNET) != 0
+                                             ? "none (a new network namespace with only lo up, 127.0.0.1; pathname unix "
+                                               "sockets are files, not network: see unix sockets)"
+                                             : "share (the host's network)");
+}
+
+// --network proxy's rules, as given (issue 13).
+void explain_egress(const Policy& policy, std::string& out) {
+  auto list = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+    return s.empty() ? std::string("-") : printable(s);
+  };
+  out += fmt::format("  allow: {}\n  deny: {}\n  resolve: {}\n  log: {}\n", list(policy.egress.allow),
+                     list(policy.egress.deny), list(policy.egress.resolve),
+                     policy.egress.log.empty() ? "-" : printable(policy.egress.log));
 }
 
 // The Landlock rung's plan, from the same spec its launch reads
@@ -139,6 +155,7 @@ Result<std::string> explain(const Policy& policy) {
     if (auto r = explain_landlock(previewed, out); !r) return fail(r.error());
   } else {
     explain_namespaces(*prepared, out);
+    if (policy.network == Network::proxy) explain_egress(policy, out);
   }
   if (policy.unix_sockets == UnixSockets::none)
     out += "unix sockets: none (socket(AF_UNIX) refused by the filter on both rungs; socketpair works; abstract "

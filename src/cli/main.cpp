@@ -17,6 +17,7 @@
 #include "cli/native.hpp"
 #include "launch/ladder.hpp"
 #include "launch/launch.hpp"
+#include "net/egress.hpp"
 #include "policy/json.hpp"
 #include "policy/policy_json.hpp"
 #include "policy/validate.hpp"
@@ -68,6 +69,7 @@ int main(int argc, char** argv) {
     return nsrun::bwrap_explain_main(std::span<const std::string>(args).subspan(2));
   if (!args.empty() && args[0] == "bench") return nsrun::bench_main(std::span(args).subspan(1));
   if (!args.empty() && nsrun::is_layers_command(args[0])) return nsrun::layers_main(args);
+  if (!args.empty() && args[0] == "connect") return nsrun::egress::connect_main(std::span(args).subspan(1));
   auto inv = nsrun::parse_native(args, nsrun::read_caller_context());
   if (!inv) return report(inv.error());
 

@@ -41,6 +41,14 @@ OptionSetter append_string(std::vector<std::string> Policy::*member) {
   };
 }
 
+// --network proxy's lists (Policy::egress).
+OptionSetter append_egress(std::vector<std::string> EgressRules::*member) {
+  return [member](OptionCall& c) -> Result<void> {
+    (c.policy.egress.*member).push_back(c.values[0]);
+    return {};
+  };
+}
+
 template <class T>
 OptionSetter set_value(T Policy::*member, T value) {
   return [member, value](OptionCall& c) -> Result<void> {
@@ -270,8 +278,27 @@ std::span<const OptionSpec> option_table() {
          return {};
        }},
       // Hardening (docs/hardening.md).
-      {.native = {"--network", "MODE", "share (default) or none (own network namespace, only lo; not unix sockets)"},
-       .json = "network", .arity = 1, .set = set_enum(&Policy::network, parse_network, "share or none")},
+      {.native = {"--network", "MODE",
+                  "share (default), none (own network namespace, only lo; not unix sockets) or proxy (only through "
+                  "nsrun's egress proxy, to --allow-host destinations)"},
+       .json = "network", .arity = 1, .set = set_enum(&Policy::network, parse_network, "share, none or proxy")},
+      // --network proxy (issue 13); in JSON, network: {mode, allow, deny, resolve, log}.
+      {.native = {"--allow-host", "PATTERN",
+                  "with --network proxy: a reachable host (example.com, *.example.com, host:port, an IP address, "
+                  "[v6]:port; repeatable)"},
+       .arity = 1, .set = append_egress(&EgressRules::allow)},
+      {.native = {"--deny-host", "PATTERN", "with --network proxy: a host never reached, even when allowed (repeatable)"},
+       .arity = 1, .set = append_egress(&EgressRules::deny)},
+      {.native = {"--resolve-host", "NAME=ADDRESS",
+                  "with --network proxy: resolve NAME to ADDRESS instead of asking the host's resolver (repeatable; "
+                  "the rules still judge ADDRESS)"},
+       .arity = 1, .set = append_egress(&EgressRules::resolve)},
+      {.native = {"--network-log", "FILE", "with --network proxy: write each egress decision to FILE as a JSON line"},
+       .arity = 1,
+       .set = [](OptionCall& c) -> Result<void> {
+         c.policy.egress.log = c.values[0];
+         return {};
+       }},
       {.native = {"--seccomp", "MODE", "default (the built-in filter), none, or log (log instead of refusing)"},
        .json = "seccomp", .arity = 1,
        .set = set_enum(&Policy::seccomp, parse_seccomp_mode, "default, none or log")},

@@ -50,6 +50,10 @@ constexpr const char* writable_devices[] = {"/dev/null", "/dev/zero", "/dev/full
 }  // namespace
 
 std::string cannot_express(const Policy& p) {
+  // The proxy's listeners live in the sandbox's own network namespace;
+  // without one they would be on the host's loopback, where every host
+  // process could use them (issue 13).
+  if (p.network == Network::proxy) return "--network proxy";
   // Identity and privilege: Landlock confines files, it cannot change who
   // the command is or hand it capabilities safely outside a user namespace.
   if (p.uid) return fmt::format("uid {}", *p.uid);

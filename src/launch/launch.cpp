@@ -26,6 +26,7 @@
 #include "ns/reaper.hpp"
 #include "ns/status.hpp"
 #include "policy/env.hpp"
+#include "policy/hosts.hpp"
 #include "seccomp/user_programs.hpp"
 #include "sys/argv.hpp"
 #include "sys/flags.hpp"
@@ -42,6 +43,21 @@ std::string current_directory() {
 }
 
 void print_error(const Error& e) { fmt::print(stderr, "nsrun: {}\n", e.message()); }
+
+// --network proxy: the variables that point the command's tools at the
+// proxy. An inherited value is replaced (a host proxy is unreachable from
+// inside); one the policy sets itself (--setenv) is kept.
+void set_proxy_environment(const Policy& policy, std::vector<std::string>& env) {
+  char self[PATH_MAX];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  for (const auto& [key, value] : egress::proxy_environment(n > 0 ? std::string_view(self, static_cast<std::size_t>(n)) : "")) {
+    const bool own = std::any_of(policy.env.begin(), policy.env.end(),
+                                 [&](const EnvOp& e) { return e.kind == EnvOp::Kind::set && e.name == key; });
+    if (own) continue;
+    std::erase_if(env, [&](const std::string& e) { return e.size() > key.size() && e.starts_with(key) && e[key.size()] == '='; });
+    env.push_back(fmt::format("{}={}", key, value));
+  }
+}
 
 // Child side. Each function below runs after clone and reports through
 // `channel`; none returns to the caller's code on failure.
@@ -232,6 +248,11 @@ namespace {
     if (auto r = bring_up_loopback(); !r) die(channel, r.error());
     p.timeline.mark("loopback");
   }
+  if (p.egress_fd >= 0) {
+    if (auto r = egress::send_listeners(p.egress_fd); !r) die(channel, r.error());
+    ::close(p.egress_fd);
+    p.egress_fd = -1;
+  }
   if (auto r = build_root(p.plan.mounts, p.timeline); !r) die(channel, r.error());
   // bwrap --userns2: the set-up needed the outer namespace's capabilities;
   // the command (and PID 1) live in the inner one. Before the capability
@@ -364,6 +385,18 @@ LaunchOutcome run_namespaces(Prepared& p) {
     out.error = channel.error();
     return out;
   }
+  // --network proxy: the sandbox makes the listeners in its network
+  // namespace and sends them here, to the proxy (net/egress.hpp).
+  std::optional<ChannelPair> egress_pair;
+  if (p.egress) {
+    auto pair = make_channel();
+    if (!pair) {
+      out.error = pair.error();
+      return out;
+    }
+    egress_pair = std::move(*pair);
+    p.egress_fd = egress_pair->child.get();
+  }
   const sigset_t original_mask = block_for_launch();
 
   // A joined PID namespace with a new one inside: a plain fork first (see
@@ -387,7 +420,22 @@ LaunchOutcome run_namespaces(Prepared& p) {
     sandbox_child(channel->child.get(), p, original_mask);
   }
   channel->child.reset();
-  return supervise(child, channel->parent.get(), p, original_mask, "PID 1");
+  if (!egress_pair) return supervise(child, channel->parent.get(), p, original_mask, "PID 1");
+  // Started after the clone: the sandbox's processes never inherit a
+  // running thread, nor a lock one of them held.
+  egress_pair->child.reset();
+  p.egress_fd = -1;
+  auto proxy = egress::Egress::start(*p.egress, std::move(egress_pair->parent));
+  if (!proxy) {
+    ::kill(child, SIGKILL);
+    ::waitpid(child, nullptr, 0);
+    sigprocmask(SIG_SETMASK, &original_mask, nullptr);
+    out.error = proxy.error();
+    return out;
+  }
+  out = supervise(child, channel->parent.get(), p, original_mask, "PID 1");
+  p.egress_decisions = (*proxy)->stop();
+  return out;
 }
 
 LaunchOutcome supervise(pid_t child, int channel, Prepared& p, const sigset_t& original_mask,
@@ -470,6 +518,14 @@ Result<Prepared> prepare(const Policy& policy) {
   if ((p.plan.clone_flags & CLONE_NEWCGROUP) != 0 && ::access("/proc/self/ns/cgroup", F_OK) != 0)
     p.plan.clone_flags &= ~static_cast<uint64_t>(CLONE_NEWCGROUP);
   p.env = resolve_env(policy, current_environment());
+  if (policy.network == Network::proxy) {
+    auto rules = hosts::parse_rules(policy.egress.allow, policy.egress.deny);
+    if (!rules) return fail(rules.error());
+    auto pins = egress::parse_pins(policy.egress.resolve);
+    if (!pins) return fail(pins.error());
+    p.egress = egress::EgressConfig{std::move(*rules), std::move(*pins), -1};
+    set_proxy_environment(policy, p.env);
+  }
   p.argv = policy.argv;
   // No command: `nsrun probe`, which stops before the exec.
   if (!policy.argv.empty()) {
@@ -572,9 +628,18 @@ int run(const Policy& policy, const ErrorReporter& report_error, SetupDeath setu
     (void)finish(0, std::nullopt);  // written before exec: nothing runs after it
     return run_unconfined(*prepared);
   }
+  // Opened as the report is, before anything runs (--network-log).
+  Fd network_log;
+  if (prepared->egress && !policy.egress.log.empty()) {
+    auto log = open_network_log(policy);
+    if (!log) return finish(log.error().exit_code(), log.error());
+    network_log = std::move(*log);
+    prepared->egress->log_fd = network_log.get();
+  }
   // The ladder (launch/ladder.cpp) picks the rung and fills the report.
   LadderOutcome outcome = run_ladder(layers->policy(), *prepared, report);
   layers->close();
+  if (prepared->egress) report.network = std::move(prepared->egress_decisions);
   return finish(outcome.exit_code, outcome.error, outcome.cause);
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "mount/plan.hpp"
+#include "net/egress.hpp"
 #include "policy/policy.hpp"
 #include "seccomp/filter.hpp"
 #include "sys/error.hpp"
@@ -48,6 +49,12 @@ struct Prepared {
   std::optional<gid_t> join_gid;
   std::vector<std::string> lock_files;
   Timeline timeline;                       // started before prepare()
+  // --network proxy (issue 13): the proxy's rules (log_fd set by run()),
+  // the sandbox's end of the socketpair its listeners cross, and the
+  // decisions once the command has ended.
+  std::optional<egress::EgressConfig> egress;
+  int egress_fd = -1;
+  std::vector<egress::Decision> egress_decisions;
   // `nsrun probe`: the whole launch, with the command's process exiting 0
   // where it would exec; no command runs.
   bool stop_before_exec = false;

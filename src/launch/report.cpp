@@ -67,6 +67,7 @@ json::Value to_json(const LaunchReport& r) {
     if (!r.layers.redirected.empty()) layers.set("redirected", std::move(redirected));
     out.set("layers", std::move(layers));
   }
+  if (r.network) out.set("network", egress::network_section(*r.network));
   return out;
 }
 
@@ -223,6 +224,21 @@ Result<ReportSink> ReportSink::open(const Policy& policy) {
   sink.dev_ = st.st_dev;
   sink.ino_ = st.st_ino;
   return sink;
+}
+
+Result<Fd> open_network_log(const Policy& policy) {
+  Policy as_report = policy;
+  as_report.report_path = policy.egress.log;
+  as_report.report_fd.reset();
+  auto sink = ReportSink::open(as_report);
+  if (!sink) {
+    Error e = sink.error();
+    e.step = "--network-log";
+    return fail(std::move(e));
+  }
+  Fd file = sink->take_file();
+  if (::ftruncate(file.get(), 0) != 0) return fail(sys_error("--network-log", policy.egress.log));
+  return file;
 }
 
 Result<void> ReportSink::write_file(std::string_view text) {

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "net/egress.hpp"
 #include "policy/json.hpp"
 #include "policy/policy.hpp"
 #include "sys/error.hpp"
@@ -50,6 +51,7 @@ struct LaunchReport {
     std::string home_layer;       // its upper directory, or the redirect's directory
     std::vector<std::string> redirected;  // cache-redirect: the variables set
   } layers;
+  std::optional<std::vector<egress::Decision>> network;  // --network proxy (issue 13)
 };
 
 json::Value to_json(const LaunchReport& report);
@@ -80,6 +82,8 @@ class ReportSink {
   Result<void> write(const LaunchReport& report);
 
   bool empty() const { return !file_ && fd_ < 0; }
+  // The file opened for a path, taken out (for --network-log).
+  Fd take_file() { return std::move(file_); }
 
  private:
   Result<void> write_file(std::string_view text);
@@ -93,6 +97,10 @@ class ReportSink {
   ino_t ino_ = 0;
   int fd_ = -1;       // --report-fd, not owned
 };
+
+// --network-log FILE: opened under the same rules as --report (no symlink,
+// a regular file with one link, the parent resolved once) and emptied.
+Result<Fd> open_network_log(const Policy& policy);
 
 // Splits a report path into its parent directory and its last component;
 // fails for a path that names no file ("", "dir/", ".", "..").

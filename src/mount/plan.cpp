@@ -367,7 +367,7 @@ Result<LaunchPlan> make_plan(const Policy& p, const HostFacts& host) {
   uint64_t flags = CLONE_NEWNS;
   if (p.ns.user) flags |= CLONE_NEWUSER;
   if (p.ns.pid) flags |= CLONE_NEWPID;
-  if (p.ns.net || p.network == Network::none) flags |= CLONE_NEWNET;
+  if (p.ns.net || p.network != Network::share) flags |= CLONE_NEWNET;
   if (p.ns.ipc) flags |= CLONE_NEWIPC;
   if (p.ns.uts) flags |= CLONE_NEWUTS;
   if (p.ns.cgroup) flags |= CLONE_NEWCGROUP;

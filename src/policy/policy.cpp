@@ -26,9 +26,10 @@ constexpr Names<Backend, 3> backend_names{{
     {Backend::namespaces, "namespaces"},
     {Backend::landlock, "landlock"},
 }};
-constexpr Names<Network, 2> network_names{{
+constexpr Names<Network, 3> network_names{{
     {Network::share, "share"},
     {Network::none, "none"},
+    {Network::proxy, "proxy"},
 }};
 constexpr Names<SeccompMode, 3> seccomp_names{{
     {SeccompMode::standard, "default"},

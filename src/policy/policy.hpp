@@ -18,7 +18,7 @@ namespace nsrun {
 enum class Mode { read_only, workspace_write, full_access };
 enum class ProcMode { automatic, fresh, host_bind, none };
 enum class Backend { automatic, namespaces, landlock };
-enum class Network { share, none };
+enum class Network { share, none, proxy };
 enum class SeccompMode { standard, none, log };
 // Host pathname sockets (issue 10, item 6): `hide_known` covers the
 // well-known ones (Policy::hidden_sockets); `none` refuses every AF_UNIX
@@ -85,6 +85,17 @@ struct EnvOp {
   bool operator==(const EnvOp&) const = default;
 };
 
+// --network proxy (issue 13): where the command's connections may go.
+// Patterns as src/policy/hosts.hpp reads them.
+struct EgressRules {
+  std::vector<std::string> allow;    // --allow-host PATTERN
+  std::vector<std::string> deny;     // --deny-host PATTERN (wins over allow)
+  std::vector<std::string> resolve;  // --resolve-host NAME=ADDRESS (curl's --resolve)
+  std::string log;                   // --network-log FILE: decisions as JSON lines
+
+  bool operator==(const EgressRules&) const = default;
+};
+
 struct Policy {
   Mode mode = Mode::workspace_write;
   // The workspace is the first writable root in workspace-write mode. Empty
@@ -111,6 +122,7 @@ struct Policy {
   std::string host_backend;            // normalised name, empty: none
   Backend backend = Backend::automatic;
   Network network = Network::share;
+  EgressRules egress;                  // --network proxy only
   SeccompMode seccomp = SeccompMode::standard;
   UnixSockets unix_sockets = UnixSockets::hide_known;
   // The well-known host sockets to hide, resolved by the front end from the

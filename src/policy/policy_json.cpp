@@ -278,6 +278,31 @@ const Readers<Namespaces>& namespace_readers() {
   return readers;
 }
 
+// "network": a mode name, or {mode, allow, deny, resolve, log} for the
+// egress proxy (issue 13).
+Result<void> network_from_json(const Value& v, Policy& p, const std::string& f) {
+  if (v.is_string()) return enum_into(&Policy::network, parse_network)(v, p, f);
+  static const Readers<Policy> readers = {
+      {"mode", enum_into(&Policy::network, parse_network)},
+      {"allow", [](const Value& x, Policy& q, const std::string& g) { return strings_into(&EgressRules::allow)(x, q.egress, g); }},
+      {"deny", [](const Value& x, Policy& q, const std::string& g) { return strings_into(&EgressRules::deny)(x, q.egress, g); }},
+      {"resolve", [](const Value& x, Policy& q, const std::string& g) { return strings_into(&EgressRules::resolve)(x, q.egress, g); }},
+      {"log", [](const Value& x, Policy& q, const std::string& g) { return string_into(&EgressRules::log)(x, q.egress, g); }},
+  };
+  return read_object(v, p, f, readers);
+}
+
+Value network_to_json(const Policy& p) {
+  if (p.network != Network::proxy && p.egress == EgressRules{}) return Value(name(p.network));
+  Value out = Value::object();
+  out.set("mode", name(p.network));
+  out.set("allow", strings(p.egress.allow));
+  out.set("deny", strings(p.egress.deny));
+  out.set("resolve", strings(p.egress.resolve));
+  out.set("log", p.egress.log);
+  return out;
+}
+
 const Readers<Policy>& policy_readers() {
   static const Readers<Policy> readers = {
       {"mode", enum_into(&Policy::mode, parse_mode)},
@@ -295,7 +320,7 @@ const Readers<Policy>& policy_readers() {
       {"proc", enum_into(&Policy::proc, parse_proc_mode)},
       {"host_backend", string_into(&Policy::host_backend)},
       {"backend", enum_into(&Policy::backend, parse_backend)},
-      {"network", enum_into(&Policy::network, parse_network)},
+      {"network", network_from_json},
       {"seccomp", enum_into(&Policy::seccomp, parse_seccomp_mode)},
       {"allow_nested_userns", bool_into(&Policy::allow_nested_userns)},
       {"unix_sockets", enum_into(&Policy::unix_sockets, parse_unix_sockets)},
@@ -361,7 +386,7 @@ json::Value to_json(const Policy& p) {
   out.set("proc", name(p.proc));
   out.set("host_backend", p.host_backend);
   out.set("backend", name(p.backend));
-  out.set("network", name(p.network));
+  out.set("network", network_to_json(p));
   out.set("seccomp", name(p.seccomp));
   out.set("allow_nested_userns", p.allow_nested_userns);
   out.set("unix_sockets", name(p.unix_sockets));

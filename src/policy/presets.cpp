@@ -104,6 +104,16 @@ std::vector<MountOp> preset_mounts(const Policy& policy) {
   return out;
 }
 
+MountOp resolver_mount() {
+  MountOp m;
+  m.kind = MountOp::Kind::ro_bind_data;
+  m.dest = "/etc/resolv.conf";
+  // One attempt per query is enough on loopback; TCP is served too.
+  m.data = "# nsrun --network proxy: the egress DNS stub\nnameserver 127.0.0.1\noptions attempts:1 timeout:5\n";
+  m.perms = 0644;
+  return m;
+}
+
 std::vector<MountOp> effective_mounts(const Policy& policy) {
   std::vector<MountOp> out;
   for_each_mount(policy, [&](const MountOp& m) { out.push_back(m); });

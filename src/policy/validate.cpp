@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "policy/hosts.hpp"
+
 namespace nsrun {
 
 namespace {
@@ -188,6 +190,22 @@ Result<void> check_mount(const Policy& p, const MountOp& m, const std::string& o
 
 }  // namespace
 
+// --network proxy (issue 13): the rules are parsed here, so a bad pattern
+// is a usage error before anything runs; they mean nothing without the mode.
+Result<void> validate_egress(const Policy& p) {
+  if (p.network != Network::proxy) {
+    if (p.egress == EgressRules{}) return {};
+    const char* option = !p.egress.allow.empty()  ? "--allow-host"
+                         : !p.egress.deny.empty() ? "--deny-host"
+                         : !p.egress.resolve.empty() ? "--resolve-host"
+                                                     : "--network-log";
+    return fail(usage_error(option, "needs --network proxy"));
+  }
+  if (p.egress.allow.empty()) return fail(usage_error("--network proxy", "no --allow-host: nothing could be reached"));
+  if (auto r = hosts::parse_rules(p.egress.allow, p.egress.deny); !r) return fail(r.error());
+  return {};
+}
+
 Result<void> validate(const Policy& p, bool need_command, std::span<const std::string> mount_options) {
   if (auto r = no_nul_anywhere(p, mount_options); !r) return r;
   if (need_command && p.argv.empty()) return fail(usage_error("command", "no command given"));
@@ -237,6 +255,8 @@ Result<void> validate(const Policy& p, bool need_command, std::span<const std::s
   }
   if (p.report_fd && ::fcntl(*p.report_fd, F_GETFD) < 0)
     return fail(usage_error("--report-fd", fmt::format("{}: not an open descriptor", *p.report_fd)));
+
+  if (auto r = validate_egress(p); !r) return r;
 
   return {};
 }

@@ -1,0 +1,960 @@
+#include "net/egress.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <functional>
+#include <mutex>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "net/wire.hpp"
+
+namespace nsrun::egress {
+
+using hosts::Address;
+using hosts::Host;
+
+namespace {
+
+// How long a client may take over its request (head, SOCKS greeting, TLS
+// ClientHello), and how long a connection to an upstream may take.
+constexpr int handshake_ms = 30000;
+constexpr int connect_ms = 15000;
+// Connections and DNS queries served at once; beyond, new ones are closed.
+constexpr int max_workers = 512;
+
+std::string now_rfc3339() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  tm t{};
+  ::gmtime_r(&ts.tv_sec, &t);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", t.tm_year + 1900, t.tm_mon + 1, t.tm_mday, t.tm_hour,
+                     t.tm_min, t.tm_sec, ts.tv_nsec / 1000000);
+}
+
+int64_t now_ms() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1000000;
+}
+
+// MSG_NOSIGNAL: a client that went away must not kill nsrun with SIGPIPE.
+// A pipe (nsrun connect's stdout) is written plainly.
+bool send_all(int fd, std::string_view data) {
+  while (!data.empty()) {
+    ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
+    if (n < 0 && errno == ENOTSOCK) n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
+// Appends what arrives on `fd` to `buf` until `done(buf)` or the deadline;
+// at most `max` bytes in all.
+bool read_until(int fd, std::string& buf, std::size_t max, int64_t deadline, const std::function<bool(const std::string&)>& done) {
+  char tmp[4096];
+  while (!done(buf)) {
+    if (buf.size() >= max) return false;
+    const int64_t left = deadline - now_ms();
+    if (left <= 0) return false;
+    pollfd p{fd, POLLIN, 0};
+    const int r = ::poll(&p, 1, static_cast<int>(left));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    const ssize_t n = ::recv(fd, tmp, std::min(sizeof tmp, max - buf.size()), 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    buf.append(tmp, static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
+bool read_exact(int fd, std::string& buf, std::size_t n, int64_t deadline) {
+  return read_until(fd, buf, n, deadline, [n](const std::string& b) { return b.size() >= n; });
+}
+
+sockaddr_storage to_sockaddr(const Address& a, uint16_t port, socklen_t& len) {
+  sockaddr_storage ss{};
+  if (a.v4) {
+    auto* s = reinterpret_cast<sockaddr_in*>(&ss);
+    s->sin_family = AF_INET;
+    s->sin_port = htons(port);
+    std::memcpy(&s->sin_addr, a.bytes.data(), 4);
+    len = sizeof *s;
+  } else {
+    auto* s = reinterpret_cast<sockaddr_in6*>(&ss);
+    s->sin6_family = AF_INET6;
+    s->sin6_port = htons(port);
+    std::memcpy(&s->sin6_addr, a.bytes.data(), 16);
+    len = sizeof *s;
+  }
+  return ss;
+}
+
+// The message that carries the three listeners (SCM_RIGHTS) with one byte.
+struct ListenerMessage {
+  char byte = 'L';
+  iovec iov{&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(3 * sizeof(int))]{};
+  msghdr msg{};
+  ListenerMessage() {
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+  }
+  ListenerMessage(const ListenerMessage&) = delete;
+};
+
+// Starts `fn` in a detached thread; false when the thread could not start.
+bool spawn(std::function<void()> fn) {
+  auto* heap = new std::function<void()>(std::move(fn));
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setstacksize(&attr, 256 * 1024);
+  pthread_t t;
+  const int r = pthread_create(
+      &t, &attr,
+      [](void* arg) -> void* {
+        auto* f = static_cast<std::function<void()>*>(arg);
+        (*f)();
+        delete f;
+        return nullptr;
+      },
+      heap);
+  pthread_attr_destroy(&attr);
+  if (r != 0) delete heap;
+  return r == 0;
+}
+
+}  // namespace
+
+json::Value to_json(const Decision& d) {
+  json::Value v = json::Value::object();
+  v.set("time", d.time);
+  v.set("protocol", d.protocol);
+  v.set("host", d.host);
+  v.set("port", d.port);
+  v.set("address", d.address.empty() ? json::Value() : json::Value(d.address));
+  v.set("decision", d.decision);
+  v.set("reason", d.reason.empty() ? json::Value() : json::Value(d.reason));
+  v.set("rule", d.rule.empty() ? json::Value() : json::Value(d.rule));
+  return v;
+}
+
+json::Value network_section(const std::vector<Decision>& decisions) {
+  json::Value out = json::Value::object();
+  out.set("mode", "proxy");
+  int allowed = 0, denied = 0, failed = 0;
+  json::Value list = json::Value::array();
+  for (const auto& d : decisions) {
+    allowed += d.decision == "allowed";
+    denied += d.decision == "denied";
+    failed += d.decision == "failed";
+    list.push_back(to_json(d));
+  }
+  json::Value totals = json::Value::object();
+  totals.set("allowed", allowed);
+  totals.set("denied", denied);
+  totals.set("failed", failed);
+  out.set("totals", std::move(totals));
+  out.set("decisions", std::move(list));
+  return out;
+}
+
+Result<std::vector<std::pair<std::string, Address>>> parse_pins(const std::vector<std::string>& specs) {
+  std::vector<std::pair<std::string, Address>> out;
+  for (const auto& spec : specs) {
+    auto bad = [&](std::string_view why) {
+      Error e = usage_error("--resolve-host", why);
+      e.path = spec;
+      return fail(std::move(e));
+    };
+    const std::size_t eq = spec.find('=');
+    if (eq == std::string::npos) return bad("not NAME=ADDRESS");
+    auto name = hosts::canonical_host(std::string_view(spec).substr(0, eq));
+    if (!name) return bad(name.error());
+    if (name->is_address) return bad("the name is an address");
+    auto address = hosts::parse_address(std::string_view(spec).substr(eq + 1));
+    if (!address) return bad("not an IP address after '='");
+    out.emplace_back(name->name, *address);
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> proxy_environment(std::string_view self) {
+  const std::string http = fmt::format("http://127.0.0.1:{}", proxy_port);
+  const std::string socks = fmt::format("socks5h://127.0.0.1:{}", proxy_port);
+  const std::string no_proxy = "localhost,127.0.0.1,::1";
+  std::vector<std::pair<std::string, std::string>> env = {
+      // curl reads only the lower-case http_proxy (httpoxy); others the upper.
+      {"HTTP_PROXY", http}, {"http_proxy", http}, {"HTTPS_PROXY", http}, {"https_proxy", http},
+      {"ALL_PROXY", socks}, {"all_proxy", socks}, {"NO_PROXY", no_proxy}, {"no_proxy", no_proxy},
+      {"npm_config_proxy", http}, {"npm_config_https_proxy", http},
+      {"YARN_HTTP_PROXY", http}, {"YARN_HTTPS_PROXY", http},
+      {"PIP_PROXY", http},
+      {"BUNDLE_HTTP_PROXY", http}, {"BUNDLE_HTTPS_PROXY", http},
+      {"JAVA_TOOL_OPTIONS", fmt::format("-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort={0} -Dhttps.proxyHost=127.0.0.1 "
+                                        "-Dhttps.proxyPort={0} -Dhttp.nonProxyHosts=localhost|127.0.0.1",
+                                        proxy_port)},
+  };
+  // Single quotes around the path: ssh hands ProxyCommand to a shell.
+  if (!self.empty() && self.find('\'') == std::string_view::npos)
+    env.emplace_back("GIT_SSH_COMMAND", fmt::format("ssh -o ProxyCommand='{} connect %h %p'", self));
+  return env;
+}
+
+Result<void> send_listeners(int to_nsrun) {
+  constexpr const char* step = "egress listeners";
+  auto make = [&](int type, uint16_t port) -> Result<Fd> {
+    Fd s(::socket(AF_INET, type | SOCK_CLOEXEC, 0));
+    if (!s) return fail(sys_error(step, "socket"));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::bind(s.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0)
+      return fail(sys_error(step, fmt::format("bind 127.0.0.1:{}", port)));
+    if (type == SOCK_STREAM && ::listen(s.get(), 128) != 0) return fail(sys_error(step, fmt::format("listen 127.0.0.1:{}", port)));
+    return s;
+  };
+  auto proxy = make(SOCK_STREAM, proxy_port);
+  if (!proxy) return fail(proxy.error());
+  auto dns_udp = make(SOCK_DGRAM, dns_port);
+  if (!dns_udp) return fail(dns_udp.error());
+  auto dns_tcp = make(SOCK_STREAM, dns_port);
+  if (!dns_tcp) return fail(dns_tcp.error());
+  ListenerMessage m;
+  const int fds[3] = {proxy->get(), dns_udp->get(), dns_tcp->get()};
+  cmsghdr* c = CMSG_FIRSTHDR(&m.msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof fds);
+  std::memcpy(CMSG_DATA(c), fds, sizeof fds);
+  ssize_t n;
+  do n = ::sendmsg(to_nsrun, &m.msg, MSG_NOSIGNAL);
+  while (n < 0 && errno == EINTR);
+  if (n != 1) return fail(sys_error(step, "sendmsg"));
+  return {};
+}
+
+struct Egress::State {
+  EgressConfig config;
+  Fd channel;       // from the sandbox, until the listeners arrive
+  Fd stop_event;    // eventfd: the main loop's stop signal
+  std::mutex mutex;
+  std::condition_variable idle;
+  std::vector<Decision> decisions;
+  std::set<int> open;  // every socket a worker uses, shut down by stop()
+  int workers = 0;     // running threads, the main loop included
+  bool stopping = false;
+
+  void record(Decision d) {
+    d.time = now_rfc3339();
+    const std::lock_guard lock(mutex);
+    if (config.log_fd >= 0) (void)send_line(json::dump(to_json(d), false) + "\n");
+    decisions.push_back(std::move(d));
+  }
+  bool send_line(std::string_view line) {
+    while (!line.empty()) {
+      const ssize_t n = ::write(config.log_fd, line.data(), line.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      line.remove_prefix(static_cast<std::size_t>(n));
+    }
+    return true;
+  }
+  // Registers a worker; false when stopping or at the limit.
+  bool enter() {
+    const std::lock_guard lock(mutex);
+    if (stopping || workers >= max_workers) return false;
+    ++workers;
+    return true;
+  }
+  void leave() {
+    const std::lock_guard lock(mutex);
+    --workers;
+    idle.notify_all();
+  }
+  bool track(int fd) {
+    const std::lock_guard lock(mutex);
+    if (stopping) return false;
+    open.insert(fd);
+    return true;
+  }
+  void untrack(int fd) {
+    const std::lock_guard lock(mutex);
+    open.erase(fd);
+  }
+};
+
+namespace {
+
+using State = Egress::State;
+
+// A socket a worker owns, shut down by stop() so that no thread stays
+// blocked on it.
+class Tracked {
+ public:
+  Tracked(State& s, Fd fd) : s_(s), fd_(std::move(fd)) { ok_ = fd_ && s_.track(fd_.get()); }
+  ~Tracked() {
+    if (fd_) s_.untrack(fd_.get());
+  }
+  Tracked(const Tracked&) = delete;
+  int get() const { return fd_.get(); }
+  bool ok() const { return ok_; }
+
+ private:
+  State& s_;
+  Fd fd_;
+  bool ok_ = false;
+};
+
+// The addresses `host` stands for: itself for a literal, the pinned ones
+// (--resolve-host) or the host's resolver for a name, each once.
+std::vector<Address> resolve(const State& s, const Host& host) {
+  std::vector<Address> out;
+  if (host.is_address) return {host.address};
+  for (const auto& [name, a] : s.config.pinned)
+    if (name == host.name) out.push_back(a);
+  if (!out.empty()) return out;
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (::getaddrinfo(host.name.c_str(), nullptr, &hints, &res) != 0) return out;
+  for (addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {
+    Address a;
+    if (ai->ai_family == AF_INET) {
+      a.v4 = true;
+      std::memcpy(a.bytes.data(), &reinterpret_cast<sockaddr_in*>(ai->ai_addr)->sin_addr, 4);
+    } else if (ai->ai_family == AF_INET6) {
+      // A mapped address is the IPv4 one, judged as such.
+      auto parsed = hosts::parse_address(hosts::address_text([&] {
+        Address v6;
+        v6.v4 = false;
+        std::memcpy(v6.bytes.data(), &reinterpret_cast<sockaddr_in6*>(ai->ai_addr)->sin6_addr, 16);
+        return v6;
+      }()));
+      if (!parsed) continue;
+      a = *parsed;
+    } else {
+      continue;
+    }
+    if (std::find(out.begin(), out.end(), a) == out.end()) out.push_back(a);
+  }
+  ::freeaddrinfo(res);
+  return out;
+}
+
+// The rules' verdict on every address a host stands for: all must pass
+// (a name that also resolves to an internal address is refused whole).
+hosts::Verdict judge_addresses(const State& s, const std::vector<Address>& addresses, uint16_t port, std::string& which) {
+  for (const auto& a : addresses) {
+    hosts::Verdict v = hosts::decide_address(s.config.rules, a, port);
+    if (!v.allowed) {
+      which = hosts::address_text(a);
+      return v;
+    }
+  }
+  return {true, {}, {}};
+}
+
+Fd connect_to(const Address& a, uint16_t port) {
+  Fd s(::socket(a.v4 ? AF_INET : AF_INET6, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!s) return s;
+  socklen_t len = 0;
+  const sockaddr_storage ss = to_sockaddr(a, port, len);
+  if (::connect(s.get(), reinterpret_cast<const sockaddr*>(&ss), len) != 0) {
+    if (errno != EINPROGRESS) return Fd();
+    pollfd p{s.get(), POLLOUT, 0};
+    int r;
+    do r = ::poll(&p, 1, connect_ms);
+    while (r < 0 && errno == EINTR);
+    int err = 0;
+    socklen_t errlen = sizeof err;
+    if (r <= 0 || ::getsockopt(s.get(), SOL_SOCKET, SO_ERROR, &err, &errlen) != 0 || err != 0) return Fd();
+  }
+  const int flags = ::fcntl(s.get(), F_GETFL);
+  ::fcntl(s.get(), F_SETFL, flags & ~O_NONBLOCK);
+  const int one = 1;
+  ::setsockopt(s.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  return s;
+}
+
+// What a protocol handler asks for: this host and port, judged and, when
+// allowed, connected.
+struct Opened {
+  Fd upstream;
+  Decision decision;
+  int status = 0;  // for HTTP: 403 refused, 502 failed, 0 connected
+};
+
+Opened open_target(State& s, std::string_view protocol, const Host& host, uint16_t port) {
+  Opened o;
+  Decision& d = o.decision;
+  d.protocol = protocol;
+  d.host = host.name;
+  d.port = port;
+  hosts::Verdict v = hosts::decide(s.config.rules, host, port);
+  if (v.allowed) {
+    std::string which;
+    const std::vector<Address> addresses = resolve(s, host);
+    if (addresses.empty()) {
+      d.decision = "failed";
+      d.reason = "resolve";
+      d.rule = v.rule;
+      o.status = 502;
+      return o;
+    }
+    const std::string rule = v.rule;
+    v = judge_addresses(s, addresses, port, which);
+    if (v.allowed) {
+      d.rule = rule;
+      for (const auto& a : addresses) {
+        d.address = hosts::address_text(a);
+        o.upstream = connect_to(a, port);
+        if (o.upstream) break;
+      }
+      d.decision = o.upstream ? "allowed" : "failed";
+      if (!o.upstream) {
+        d.reason = "connect";
+        o.status = 502;
+      }
+      return o;
+    }
+    d.address = which;
+  }
+  d.decision = "denied";
+  d.reason = v.reason;
+  d.rule = v.rule;
+  o.status = 403;
+  return o;
+}
+
+std::string http_refusal(int status, std::string_view reason, std::string_view host) {
+  const std::string_view text = status == 403 ? "Forbidden" : status == 400 ? "Bad Request" : "Bad Gateway";
+  const std::string body = status == 403   ? fmt::format("nsrun: {}: {}\n", host, reason)
+                           : status == 400 ? fmt::format("nsrun: bad request: {}\n", reason)
+                                           : fmt::format("nsrun: {}: cannot connect ({})\n", host, reason);
+  return fmt::format("HTTP/1.1 {} {}\r\nX-Proxy-Error: {}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n"
+                     "Connection: close\r\n\r\n{}",
+                     status, text, reason, body.size(), body);
+}
+
+// Copies a_in -> b_out and b_in -> a_out until both directions ended;
+// an end of input is passed on as a half-close (or a close, for a pipe).
+void relay(int a_in, int a_out, int b_in, int b_out) {
+  char buf[65536];
+  bool open[2] = {true, true};
+  while (open[0] || open[1]) {
+    pollfd p[2] = {{a_in, static_cast<short>(open[0] ? POLLIN : 0), 0}, {b_in, static_cast<short>(open[1] ? POLLIN : 0), 0}};
+    const int r = ::poll(p, 2, -1);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return;
+    for (int i = 0; i < 2; ++i) {
+      const int from = i == 0 ? a_in : b_in, to = i == 0 ? b_out : a_out;
+      if (!open[i] || (p[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+      const ssize_t n = ::read(from, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        open[i] = false;
+        if (::shutdown(to, SHUT_WR) != 0 && errno == ENOTSOCK) ::close(to);
+        if (n < 0) return;
+        continue;
+      }
+      if (!send_all(to, std::string_view(buf, static_cast<std::size_t>(n)))) return;
+    }
+  }
+}
+
+void relay(int a, int b) { relay(a, a, b, b); }
+
+// A tunnel to port 443 must start with a ClientHello naming the host the
+// tunnel was opened for: an allowed name must not front for another one
+// on the same server (domain fronting). `hello` starts with what the
+// client already sent; it is completed and left holding the bytes to
+// forward. False (with the decision filled) when refused.
+bool check_hello(int client, std::string& hello, Decision& d, bool is_address, int64_t deadline) {
+  ClientHello h;
+  const bool complete = read_until(client, hello, 5 + 16384, deadline, [&](const std::string& b) {
+    h = client_hello_sni(b);
+    return h.status != ClientHello::Status::incomplete;
+  });
+  std::string why;
+  if (!complete || h.status != ClientHello::Status::ok) {
+    why = "not-tls";
+  } else if (h.sni.empty()) {
+    // Clients send no name for an address; a name must be named.
+    if (!is_address) why = "sni-missing";
+  } else {
+    auto name = hosts::canonical_host(h.sni);
+    if (!name || name->name != d.host) why = "sni-mismatch";
+  }
+  if (why.empty()) return true;
+  d.decision = "denied";
+  d.reason = why;
+  d.rule = printable(h.sni, 255);
+  return false;
+}
+
+// The common end of CONNECT and SOCKS: the client was told it is
+// connected; a tunnel to 443 is checked, then bytes flow.
+void tunnel(State& s, int client, Opened& o, const Host& host, std::string pending, int64_t deadline) {
+  const Tracked upstream(s, std::move(o.upstream));
+  if (!upstream.ok()) return;
+  if (o.decision.port == 443 && !check_hello(client, pending, o.decision, host.is_address, deadline)) {
+    s.record(std::move(o.decision));
+    return;
+  }
+  s.record(o.decision);
+  if (!pending.empty() && !send_all(upstream.get(), pending)) return;
+  relay(client, upstream.get());
+}
+
+bool same_name(std::string_view a, std::string_view b) {
+  return a.size() == b.size() &&
+         std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return (x | 0x20) == (y | 0x20); });
+}
+
+Decision refused_request(std::string_view protocol, std::string_view host, uint16_t port, std::string_view reason) {
+  Decision d;
+  d.protocol = protocol;
+  d.host = printable(host, 255);
+  d.port = port;
+  d.decision = "denied";
+  d.reason = reason;
+  return d;
+}
+
+void serve_http(State& s, int client, std::string buf, int64_t deadline) {
+  std::size_t end = std::string::npos;
+  const bool got = read_until(client, buf, max_http_head, deadline, [&](const std::string& b) {
+    end = b.find("\r\n\r\n");
+    return end != std::string::npos;
+  });
+  if (!got) {
+    (void)send_all(client, http_refusal(400, "bad-request", ""));
+    return;
+  }
+  std::string pending = buf.substr(end + 4);
+  auto head = parse_http_head(std::string_view(buf).substr(0, end + 4));
+  if (!head) {
+    (void)send_all(client, http_refusal(400, "bad-request", ""));
+    return;
+  }
+  const bool connect = head->method == "CONNECT";
+  const std::string_view protocol = connect ? "http-connect" : "http";
+  Authority authority;
+  std::string origin_form;
+  if (connect) {
+    auto a = parse_authority(head->target, 0);
+    if (!a) {
+      (void)send_all(client, http_refusal(400, "bad-request", ""));
+      return;
+    }
+    authority = std::move(*a);
+  } else {
+    auto u = parse_absolute_uri(head->target);
+    if (!u) {
+      (void)send_all(client, http_refusal(400, "bad-request", ""));
+      return;
+    }
+    authority = std::move(u->authority);
+    origin_form = std::move(u->origin_form);
+  }
+  auto host = hosts::canonical_host(authority.host);
+  if (!host) {
+    s.record(refused_request(protocol, authority.host, authority.port, "bad-host"));
+    (void)send_all(client, http_refusal(400, "bad-host", ""));
+    return;
+  }
+  if (!connect) {
+    // The URI decides where the request goes; a server behind it reads
+    // Host:. Both must name the same host, once.
+    int count = 0;
+    bool same = false;
+    for (const auto& [name, value] : head->headers) {
+      if (!same_name(name, "host")) continue;
+      ++count;
+      auto a = parse_authority(value, 80);
+      auto h = a ? hosts::canonical_host(a->host) : std::expected<Host, std::string>(std::unexpected(""));
+      same = h && h->name == host->name && a->port == authority.port;
+    }
+    if (count != 1 || !same) {
+      Decision d = refused_request(protocol, host->name, authority.port, "host-mismatch");
+      s.record(std::move(d));
+      (void)send_all(client, http_refusal(400, "host-mismatch", host->name));
+      return;
+    }
+  }
+  Opened o = open_target(s, protocol, *host, authority.port);
+  if (o.status != 0) {
+    const std::string reason = o.decision.reason;
+    s.record(std::move(o.decision));
+    (void)send_all(client, http_refusal(o.status, reason, host->name));
+    return;
+  }
+  if (connect) {
+    if (!send_all(client, "HTTP/1.1 200 Connection established\r\n\r\n")) return;
+    tunnel(s, client, o, *host, std::move(pending), deadline);
+    return;
+  }
+  // One request per connection: the upstream was chosen for this one, so
+  // the proxy asks it to close after answering.
+  std::string request = fmt::format("{} {} {}\r\n", head->method, origin_form, head->version);
+  for (const auto& [name, value] : head->headers) {
+    if (same_name(name, "proxy-connection") || same_name(name, "proxy-authorization") || same_name(name, "connection") ||
+        same_name(name, "keep-alive"))
+      continue;
+    request += fmt::format("{}: {}\r\n", name, value);
+  }
+  request += "Connection: close\r\n\r\n";
+  request += pending;
+  const Tracked upstream(s, std::move(o.upstream));
+  if (!upstream.ok()) return;
+  s.record(o.decision);
+  if (!send_all(upstream.get(), request)) return;
+  relay(client, upstream.get());
+}
+
+void serve_socks5(State& s, int client, std::string buf, int64_t deadline) {
+  if (!read_exact(client, buf, 2, deadline)) return;
+  const std::size_t methods = static_cast<unsigned char>(buf[1]);
+  if (methods == 0 || !read_exact(client, buf, 2 + methods, deadline)) return;
+  if (buf.substr(2, methods).find('\0') == std::string::npos) {
+    (void)send_all(client, std::string("\x05\xff", 2));  // only "no authentication"
+    return;
+  }
+  if (!send_all(client, std::string("\x05\x00", 2))) return;
+  buf.erase(0, 2 + methods);
+  if (!read_exact(client, buf, 5, deadline)) return;
+  auto reply = [&](char code) { (void)send_all(client, std::string("\x05", 1) + code + std::string("\x00\x01\0\0\0\0\0\0", 8)); };
+  if (buf[0] != 5) return;
+  if (buf[1] != 1) return reply(0x07);  // CONNECT only
+  const char atyp = buf[3];
+  std::size_t need = atyp == 1 ? 4 + 4 + 2 : atyp == 4 ? 4 + 16 + 2 : atyp == 3 ? 4 + 1 + static_cast<unsigned char>(buf[4]) + 2 : 0;
+  if (need == 0) return reply(0x08);
+  if (!read_exact(client, buf, need, deadline)) return;
+  const uint16_t port = static_cast<uint16_t>((static_cast<unsigned char>(buf[need - 2]) << 8) | static_cast<unsigned char>(buf[need - 1]));
+  std::expected<Host, std::string> host = std::unexpected("");
+  std::string shown;
+  if (atyp == 3) {
+    shown = buf.substr(5, need - 7);
+    host = hosts::canonical_host(shown);
+  } else {
+    Address a;
+    a.v4 = atyp == 1;
+    std::memcpy(a.bytes.data(), buf.data() + 4, a.v4 ? 4 : 16);
+    shown = hosts::address_text(a);
+    host = hosts::canonical_host(shown);  // a mapped IPv6 becomes its IPv4
+  }
+  if (!host || port == 0) {
+    s.record(refused_request("socks5", shown, port, "bad-host"));
+    return reply(0x02);
+  }
+  std::string pending = buf.substr(need);
+  Opened o = open_target(s, "socks5", *host, port);
+  if (o.status != 0) {
+    s.record(std::move(o.decision));
+    return reply(o.status == 403 ? 0x02 : 0x04);
+  }
+  // The bound address is not the client's business (and no client uses it).
+  if (!send_all(client, std::string("\x05\x00\x00\x01\0\0\0\0\0\0", 10))) return;
+  tunnel(s, client, o, *host, std::move(pending), deadline);
+}
+
+void serve_socks4(State& s, int client, std::string buf, int64_t deadline) {
+  if (!read_exact(client, buf, 8, deadline)) return;
+  auto reply = [&](char code) { (void)send_all(client, std::string("\x00", 1) + code + std::string(6, '\0')); };
+  const uint16_t port = static_cast<uint16_t>((static_cast<unsigned char>(buf[2]) << 8) | static_cast<unsigned char>(buf[3]));
+  // The user id, then for 4a (address 0.0.0.x, x != 0) the host name, each ending in NUL.
+  auto nul_after = [&](std::size_t from) -> std::size_t {
+    std::size_t at = std::string::npos;
+    if (!read_until(client, buf, from + 256, deadline, [&](const std::string& b) {
+          at = b.find('\0', from);
+          return at != std::string::npos;
+        }))
+      return std::string::npos;
+    return at;
+  };
+  const std::size_t user_end = nul_after(8);
+  if (user_end == std::string::npos) return reply(0x5b);
+  if (buf[1] != 1) return reply(0x5b);  // CONNECT only
+  const bool socks4a = buf[4] == 0 && buf[5] == 0 && buf[6] == 0 && buf[7] != 0;
+  std::string shown;
+  std::size_t consumed = user_end + 1;
+  if (socks4a) {
+    const std::size_t name_end = nul_after(consumed);
+    if (name_end == std::string::npos) return reply(0x5b);
+    shown = buf.substr(consumed, name_end - consumed);
+    consumed = name_end + 1;
+  } else {
+    Address a;
+    std::memcpy(a.bytes.data(), buf.data() + 4, 4);
+    shown = hosts::address_text(a);
+  }
+  const std::string_view protocol = "socks4";
+  auto host = hosts::canonical_host(shown);
+  if (!host || port == 0) {
+    s.record(refused_request(protocol, shown, port, "bad-host"));
+    return reply(0x5b);
+  }
+  std::string pending = buf.substr(consumed);
+  Opened o = open_target(s, protocol, *host, port);
+  if (o.status != 0) {
+    s.record(std::move(o.decision));
+    return reply(0x5b);
+  }
+  if (!send_all(client, std::string("\x00\x5a\0\0\0\0\0\0", 8))) return;
+  tunnel(s, client, o, *host, std::move(pending), deadline);
+}
+
+// One listener for the three protocols: the first byte tells them apart
+// (SOCKS versions 5 and 4; HTTP starts with a method's letter).
+void serve_client(State& s, Fd fd) {
+  const Tracked client(s, std::move(fd));
+  if (!client.ok()) return;
+  const int64_t deadline = now_ms() + handshake_ms;
+  std::string buf;
+  if (!read_exact(client.get(), buf, 1, deadline)) return;
+  if (buf[0] == 5) return serve_socks5(s, client.get(), std::move(buf), deadline);
+  if (buf[0] == 4) return serve_socks4(s, client.get(), std::move(buf), deadline);
+  serve_http(s, client.get(), std::move(buf), deadline);
+}
+
+// DNS: names are judged as the proxy judges them (any port), and answered
+// with the addresses the host resolves when all of those pass too.
+std::string answer_dns(State& s, std::string_view packet) {
+  auto q = parse_dns_query(packet);
+  if (!q) return dns_format_error(packet);
+  auto host = hosts::canonical_host(q->name);
+  if (!host || q->klass != 1) {
+    s.record(refused_request("dns", q->name, 0, "bad-host"));
+    return dns_answer(packet, *q, dns_refused, {});
+  }
+  Decision d;
+  d.protocol = "dns";
+  d.host = host->name;
+  hosts::Verdict v = hosts::decide(s.config.rules, *host, 0);
+  if (!v.allowed) {
+    d.decision = "denied";
+    d.reason = v.reason;
+    d.rule = v.rule;
+    s.record(std::move(d));
+    return dns_answer(packet, *q, dns_refused, {});
+  }
+  d.rule = v.rule;
+  const std::vector<Address> addresses = resolve(s, *host);
+  if (addresses.empty()) {
+    d.decision = "failed";
+    d.reason = "resolve";
+    s.record(std::move(d));
+    return dns_answer(packet, *q, dns_servfail, {});
+  }
+  std::string which;
+  v = judge_addresses(s, addresses, 0, which);
+  if (!v.allowed) {
+    d.decision = "denied";
+    d.reason = v.reason;
+    d.rule = v.rule;
+    d.address = which;
+    s.record(std::move(d));
+    return dns_answer(packet, *q, dns_refused, {});
+  }
+  d.decision = "allowed";
+  for (const auto& a : addresses)
+    if ((q->type == dns_a && a.v4) || (q->type == dns_aaaa && !a.v4)) {
+      d.address = hosts::address_text(a);
+      break;
+    }
+  s.record(std::move(d));
+  return dns_answer(packet, *q, 0, addresses);
+}
+
+void serve_dns_tcp(State& s, Fd fd) {
+  const Tracked client(s, std::move(fd));
+  if (!client.ok()) return;
+  while (true) {
+    const int64_t deadline = now_ms() + handshake_ms;
+    std::string buf;
+    if (!read_exact(client.get(), buf, 2, deadline)) return;
+    const std::size_t size = (static_cast<std::size_t>(static_cast<unsigned char>(buf[0])) << 8) | static_cast<unsigned char>(buf[1]);
+    if (!read_exact(client.get(), buf, 2 + size, deadline)) return;
+    const std::string answer = answer_dns(s, std::string_view(buf).substr(2, size));
+    if (answer.empty()) return;
+    const std::string framed = std::string{static_cast<char>(answer.size() >> 8), static_cast<char>(answer.size() & 0xff)} + answer;
+    if (!send_all(client.get(), framed)) return;
+  }
+}
+
+// Starts `fn` as a worker, or drops the connection when at the limit.
+void start_worker(const std::shared_ptr<State>& s, std::function<void(State&)> fn) {
+  if (!s->enter()) return;
+  if (!spawn([s, fn = std::move(fn)] {
+        fn(*s);
+        s->leave();
+      }))
+    s->leave();
+}
+
+Result<std::array<Fd, 3>> receive_listeners(State& s) {
+  pollfd p[2] = {{s.channel.get(), POLLIN, 0}, {s.stop_event.get(), POLLIN, 0}};
+  while (::poll(p, 2, -1) < 0)
+    if (errno != EINTR) return fail(sys_error("egress listeners", "poll"));
+  if ((p[1].revents & POLLIN) != 0) return fail(Error{"egress listeners", 0, {}, "stopped"});
+  int fds[3] = {-1, -1, -1};
+  ListenerMessage m;
+  const ssize_t n = ::recvmsg(s.channel.get(), &m.msg, MSG_CMSG_CLOEXEC);
+  s.channel.reset();
+  const cmsghdr* c = CMSG_FIRSTHDR(&m.msg);
+  if (n != 1 || c == nullptr || c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(sizeof fds))
+    return fail(Error{"egress listeners", 0, {}, "the sandbox sent none"});
+  std::memcpy(fds, CMSG_DATA(c), sizeof fds);
+  return std::array<Fd, 3>{Fd(fds[0]), Fd(fds[1]), Fd(fds[2])};
+}
+
+void serve_listeners(const std::shared_ptr<State>& s, std::array<Fd, 3>& listeners);
+
+void main_loop(const std::shared_ptr<State>& s) {
+  auto listeners = receive_listeners(*s);
+  if (!listeners) return;
+  serve_listeners(s, *listeners);
+  // The UDP socket closes with this frame: wait for the DNS workers that
+  // answer on it first (stop() shuts their sockets down).
+  std::unique_lock lock(s->mutex);
+  s->idle.wait(lock, [&] { return s->workers == 1; });
+}
+
+void serve_listeners(const std::shared_ptr<State>& s, std::array<Fd, 3>& listeners) {
+  auto& [proxy, dns_udp, dns_tcp] = listeners;
+  pollfd p[4] = {{proxy.get(), POLLIN, 0}, {dns_udp.get(), POLLIN, 0}, {dns_tcp.get(), POLLIN, 0}, {s->stop_event.get(), POLLIN, 0}};
+  const int udp = dns_udp.get();
+  while (true) {
+    if (::poll(p, 4, -1) < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    if ((p[3].revents & POLLIN) != 0) return;
+    if ((p[0].revents & POLLIN) != 0) {
+      Fd c(::accept4(proxy.get(), nullptr, nullptr, SOCK_CLOEXEC));
+      if (c) start_worker(s, [c = std::make_shared<Fd>(std::move(c))](State& st) { serve_client(st, std::move(*c)); });
+    }
+    if ((p[2].revents & POLLIN) != 0) {
+      Fd c(::accept4(dns_tcp.get(), nullptr, nullptr, SOCK_CLOEXEC));
+      if (c) start_worker(s, [c = std::make_shared<Fd>(std::move(c))](State& st) { serve_dns_tcp(st, std::move(*c)); });
+    }
+    if ((p[1].revents & POLLIN) != 0) {
+      char packet[4096];
+      sockaddr_storage from{};
+      socklen_t from_len = sizeof from;
+      const ssize_t n = ::recvfrom(udp, packet, sizeof packet, MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&from), &from_len);
+      if (n > 0) {
+        // The socket stays open while any worker may answer on it: the
+        // loop, which owns it, waits for the workers before returning.
+        start_worker(s, [udp, query = std::string(packet, static_cast<std::size_t>(n)), from, from_len](State& st) {
+          const std::string answer = answer_dns(st, query);
+          if (!answer.empty())
+            (void)::sendto(udp, answer.data(), answer.size(), MSG_NOSIGNAL, reinterpret_cast<const sockaddr*>(&from), from_len);
+        });
+      }
+    }
+  }
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Egress>> Egress::start(const EgressConfig& config, Fd from_sandbox) {
+  auto s = std::make_shared<State>();
+  s->config = config;
+  s->channel = std::move(from_sandbox);
+  s->stop_event = Fd(::eventfd(0, EFD_CLOEXEC));
+  if (!s->stop_event) return fail(sys_error("egress proxy", "eventfd"));
+  s->workers = 1;
+  if (!spawn([s] {
+        main_loop(s);
+        s->leave();
+      }))
+    return fail(sys_error("egress proxy", "thread", EAGAIN));
+  return std::unique_ptr<Egress>(new Egress(std::move(s)));
+}
+
+std::vector<Decision> Egress::stop() {
+  if (!state_) return {};
+  State& s = *state_;
+  std::unique_lock lock(s.mutex);
+  if (!s.stopping) {
+    s.stopping = true;
+    const uint64_t one = 1;
+    (void)!::write(s.stop_event.get(), &one, sizeof one);
+    for (int fd : s.open) ::shutdown(fd, SHUT_RDWR);
+    // A worker inside the host's resolver cannot be interrupted; it is
+    // not waited for beyond a grace period (its decision is then lost).
+    s.idle.wait_for(lock, std::chrono::seconds(2), [&] { return s.workers == 0; });
+    s.config.log_fd = -1;
+  }
+  return s.decisions;
+}
+
+Egress::~Egress() { (void)stop(); }
+
+int connect_main(std::span<const std::string> args) {
+  auto usage = [](std::string_view why) {
+    fmt::print(stderr, "nsrun: connect: {} (usage: nsrun connect HOST PORT, inside --network proxy)\n", why);
+    return 125;
+  };
+  if (args.size() != 2) return usage("needs HOST and PORT");
+  auto target = parse_authority(args[0].find(':') != std::string::npos && !args[0].starts_with('[')
+                                    ? "[" + args[0] + "]:" + args[1]
+                                    : args[0] + ":" + args[1],
+                                0);
+  if (!target) return usage(target.error());
+  Address loopback;
+  loopback.bytes = {127, 0, 0, 1};
+  Fd s = connect_to(loopback, proxy_port);
+  if (!s) {
+    fmt::print(stderr, "nsrun: connect: 127.0.0.1:{}: {}\n", proxy_port, std::strerror(errno));
+    return 1;
+  }
+  const std::string authority = target->host.find(':') != std::string::npos
+                                    ? fmt::format("[{}]:{}", target->host, target->port)
+                                    : fmt::format("{}:{}", target->host, target->port);
+  if (!send_all(s.get(), fmt::format("CONNECT {0} HTTP/1.1\r\nHost: {0}\r\n\r\n", authority))) return 1;
+  std::string head;
+  std::size_t end = std::string::npos;
+  if (!read_until(s.get(), head, max_http_head, now_ms() + connect_ms + handshake_ms, [&](const std::string& b) {
+        end = b.find("\r\n\r\n");
+        return end != std::string::npos;
+      })) {
+    fmt::print(stderr, "nsrun: connect: {}: no answer from the proxy\n", printable(authority));
+    return 1;
+  }
+  if (!head.starts_with("HTTP/1.1 200")) {
+    fmt::print(stderr, "nsrun: connect: {}: {}\n", printable(authority), printable(head.substr(0, head.find("\r\n"))));
+    return 1;
+  }
+  if (end + 4 < head.size() && !send_all(STDOUT_FILENO, std::string_view(head).substr(end + 4))) return 1;
+  relay(STDIN_FILENO, STDOUT_FILENO, s.get(), s.get());
+  return 0;
+}
+
+}  // namespace nsrun::egress

@@ -1,0 +1,82 @@
+// The bytes of the protocols the egress proxy speaks, parsed and built by
+// pure functions (unit-tested and fuzzed without sockets): an HTTP request
+// head, an authority (`host:port`, `[v6]:port`), the server name in a TLS
+// ClientHello, and DNS queries and answers. Every parser takes at most the
+// bytes it is given and refuses rather than guesses.
+#pragma once
+
+#include <cstdint>
+#include <expected>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "policy/hosts.hpp"
+
+namespace nsrun::egress {
+
+// The longest request head the proxy reads (request line and headers).
+inline constexpr std::size_t max_http_head = 16384;
+
+struct HttpHead {
+  std::string method;
+  std::string target;
+  std::string version;  // "HTTP/1.1"
+  std::vector<std::pair<std::string, std::string>> headers;  // names as sent, values trimmed
+};
+
+// `head` ends with the blank line ("\r\n\r\n"). Fails on anything that is
+// not HTTP/1.x or has a malformed line (a bare "\n" ending, a header
+// without ':', whitespace before ':', obsolete line folding).
+std::optional<HttpHead> parse_http_head(std::string_view head);
+
+struct Authority {
+  std::string host;  // without brackets
+  uint16_t port = 0;
+};
+// `host`, `host:port`, `[v6]`, `[v6]:port`; no userinfo.
+std::expected<Authority, std::string> parse_authority(std::string_view text, uint16_t default_port);
+
+// An absolute-form target "http://authority/path?query": the authority and
+// the origin-form rest ("/path?query", "/" when empty). Only http: a
+// proxy sees https only as CONNECT.
+struct AbsoluteUri {
+  Authority authority;
+  std::string origin_form;
+};
+std::expected<AbsoluteUri, std::string> parse_absolute_uri(std::string_view target);
+
+// The server name of a TLS ClientHello held in `bytes` (the start of the
+// stream). `incomplete`: more bytes needed (the caller bounds how many);
+// `bad`: not a ClientHello in one record; `ok`: `sni` holds the name, empty
+// when the hello carries none.
+struct ClientHello {
+  enum class Status { incomplete, bad, ok };
+  Status status = Status::bad;
+  std::string sni;
+  std::size_t record_size = 0;  // bytes of the first record, header included
+};
+ClientHello client_hello_sni(std::string_view bytes);
+
+// DNS (RFC 1035): one question per query.
+struct DnsQuery {
+  uint16_t id = 0;
+  bool recursion_desired = false;
+  std::string name;   // dotted, as sent (not yet canonical)
+  uint16_t type = 0;  // 1 A, 28 AAAA, 5 CNAME, ...
+  uint16_t klass = 0;
+  std::size_t question_end = 0;  // offset just past the question
+};
+inline constexpr uint16_t dns_a = 1;
+inline constexpr uint16_t dns_aaaa = 28;
+inline constexpr int dns_formerr = 1, dns_servfail = 2, dns_refused = 5;
+std::optional<DnsQuery> parse_dns_query(std::string_view packet);
+// The answer to `q` (whose bytes are `packet`): `rcode`, and for rcode 0
+// one record per address of the question's type (others are skipped).
+std::string dns_answer(std::string_view packet, const DnsQuery& q, int rcode, const std::vector<hosts::Address>& addresses);
+// A FORMERR for a packet too broken to parse beyond its id.
+std::string dns_format_error(std::string_view packet);
+
+}  // namespace nsrun::egress
