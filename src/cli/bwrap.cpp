@@ -440,6 +440,7 @@ std::string bwrap_message(const Error& e, bool unshare_user) {
       return with_errno(fmt::format("Can't bind mount data on /newroot{}", e.path), e.err);
     case Operation::mount_proc:
     case Operation::mount_fs:
+    case Operation::mount_layer:
     case Operation::mount_dest:
       return with_errno(fmt::format("Can't mount {} on /newroot{}", mounted(e.step), e.path), e.err);
     case Operation::clone:

@@ -189,18 +189,22 @@ Result<std::string> explain(const Policy& policy) {
     out += "confinement: none (full-access runs the command directly)\n";
     return out;
   }
-  auto prepared = prepare(policy);
+  // The layer directories a launch would make, named, not made.
+  Policy previewed = policy;
+  preview_layers(previewed);
+  auto prepared = prepare(previewed);
   if (!prepared) return fail(prepared.error());
   if (policy.preset) {
     out += fmt::format("workspace: {}\n", policy.workspace);
     for (const auto& w : policy.writable) out += fmt::format("writable: {}\n", w);
+    out += describe_layers(policy);
   }
   if (!policy.host_backend.empty()) out += fmt::format("host backend: {}\n", policy.host_backend);
   // The plan of the rung that would run: the namespace rung's unless
   // --backend landlock pins the other (auto falls to Landlock only when the
   // host refuses namespaces, which `nsrun probe` tells).
   if (policy.backend == Backend::landlock) {
-    if (auto r = explain_landlock(policy, out); !r) return fail(r.error());
+    if (auto r = explain_landlock(previewed, out); !r) return fail(r.error());
   } else {
     explain_namespaces(*prepared, out);
     if (policy.network == Network::proxy) explain_egress(policy, out);

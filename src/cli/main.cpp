@@ -13,6 +13,7 @@
 #include "cli/bench.hpp"
 #include "cli/bwrap.hpp"
 #include "cli/explain.hpp"
+#include "cli/layers_cmd.hpp"
 #include "cli/native.hpp"
 #include "launch/ladder.hpp"
 #include "launch/launch.hpp"
@@ -67,6 +68,7 @@ int main(int argc, char** argv) {
   if (args.size() >= 2 && args[0] == "explain" && args[1] == "--bwrap")
     return nsrun::bwrap_explain_main(std::span<const std::string>(args).subspan(2));
   if (!args.empty() && args[0] == "bench") return nsrun::bench_main(std::span(args).subspan(1));
+  if (!args.empty() && nsrun::is_layers_command(args[0])) return nsrun::layers_main(args);
   if (!args.empty() && args[0] == "connect") return nsrun::egress::connect_main(std::span(args).subspan(1));
   auto inv = nsrun::parse_native(args, nsrun::read_caller_context());
   if (!inv) return report(inv.error());

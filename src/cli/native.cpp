@@ -28,6 +28,7 @@ CallerContext read_caller_context() {
     return v == nullptr ? std::string() : std::string(v);
   };
   ctx.socket_env = SocketEnv{var("XDG_RUNTIME_DIR"), var("SSH_AUTH_SOCK"), var("HOME")};
+  ctx.xdg_state_home = var("XDG_STATE_HOME");
   ctx.lookup = lookup_host_path;
   return ctx;
 }
@@ -127,6 +128,13 @@ Result<Invocation> parse_native(std::span<const std::string> args, const CallerC
     for (auto& h : *hidden)
       if (std::find(p.hidden_paths.begin(), p.hidden_paths.end(), h) == p.hidden_paths.end())
         p.hidden_paths.push_back(std::move(h));
+  }
+  {
+    // The home layer is mounted at $HOME's canonical path.
+    std::string home;
+    if (ctx.lookup && ctx.socket_env.home.starts_with('/'))
+      if (auto found = ctx.lookup(ctx.socket_env.home); found && found->dir) home = found->real;
+    resolve_layers(p, ctx.socket_env.xdg_runtime_dir, ctx.xdg_state_home, home);
   }
   if (state.host_backend || ctx.host_backend_env || p.host_backend.empty())
     p.host_backend = detect_backend(state.host_backend ? state.host_backend : ctx.host_backend_env,

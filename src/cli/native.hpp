@@ -33,6 +33,7 @@ struct CallerContext {
   // to ask the host whether a path exists (unset: nothing exists).
   SocketEnv socket_env;
   PathLookup lookup;
+  std::string xdg_state_home;  // $XDG_STATE_HOME, for the copy-on-write layers
 };
 
 CallerContext read_caller_context();

@@ -358,6 +358,16 @@ std::span<const OptionSpec> option_table() {
        .set = set_value(&Policy::new_session, std::optional<bool>(true))},
       {.native = {"--no-new-session", "", "never setsid (TIOCSTI stays refused by the filter)"},
        .json = "new_session", .set = set_value(&Policy::new_session, std::optional<bool>(false))},
+      // Copy-on-write layers (issues 14, 17; src/layers/, docs/hardening.md).
+      {.native = {"--workspace-mode", "MODE", "direct (default) or cow: writes go to a run layer for nsrun commit"},
+       .json = "workspace_mode", .arity = 1,
+       .set = set_enum(&Policy::workspace_mode, parse_workspace_mode, "direct or cow")},
+      {.native = {"--cow-dir", "DIR", "where run layers go (default $XDG_RUNTIME_DIR/nsrun/runs)"},
+       .json = "cow_dir", .arity = 1, .set = set_string(&Policy::cow_dir)},
+      {.native = {"--home", "MODE", "ro (default), cow (writes go to a persistent home layer) or rw"},
+       .json = "home", .arity = 1, .set = set_enum(&Policy::home, parse_home_mode, "ro, cow or rw")},
+      {.native = {"--home-layer", "NAME", "the home layer to use (default: one per workspace)"},
+       .json = "home_layer", .arity = 1, .set = set_string(&Policy::home_layer)},
       {.native = {"--pass-fd", "FD", "keep FD open for the command (repeatable)"}, .json = "pass_fds", .arity = 1,
        .set = [](OptionCall& c) -> Result<void> {
          auto fd = native_fd(c.name, c.values[0]);

@@ -90,6 +90,12 @@ std::string classify_namespace_failure(const Error& e, ProcMode proc) {
     case Operation::write_setgroups:
       if (err == EPERM || err == EACCES || err == EINVAL) return std::string(reason::idmap_denied);
       return {};
+    case Operation::mount_layer:
+      // The copy-on-write layers need rootless overlayfs (kernel 5.11+, an
+      // upper file system with user xattrs); without it they refuse here.
+      if (err == EPERM || err == EINVAL || err == ENODEV || err == EOPNOTSUPP)
+        return std::string(reason::overlay_unavailable);
+      return {};
     case Operation::mount_proc:
       // A bind of /proc is never a retry after this: the fresh mount was
       // the attempt, and its refusal is a reason to move on, not to weaken.
@@ -246,6 +252,11 @@ LadderOutcome run_ladder(const Policy& policy, Prepared& p, LaunchReport& report
     ll.used = true;
     report.rung = "landlock";
     report.verdict = std::move(o.verdict);
+    if (!policy.layers.redirect.empty()) {
+      report.layers.home = "cache-redirect";
+      report.layers.home_layer = policy.layers.redirect;
+      for (const auto& [var, value] : cache_redirects(policy.layers.redirect, "")) report.layers.redirected.push_back(var);
+    }
     // No PID namespace here: the command sees the host's /proc, read-only
     // by the ruleset.
     report.proc = ProcMode::host_bind;

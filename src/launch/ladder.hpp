@@ -29,6 +29,7 @@ inline constexpr std::string_view idmap_denied = "idmap-denied";
 inline constexpr std::string_view proc_masked = "proc-masked";
 inline constexpr std::string_view landlock_missing = "landlock-missing";
 inline constexpr std::string_view landlock_cannot_express = "landlock-cannot-express";
+inline constexpr std::string_view overlay_unavailable = "overlay-unavailable";
 inline constexpr std::string_view not_tried = "not-tried";
 inline constexpr std::string_view failed = "failed";
 }  // namespace reason

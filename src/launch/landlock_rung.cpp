@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <optional>
 #include <charconv>
 #include <cstdlib>
 #include <map>
@@ -19,6 +20,7 @@
 #include <fmt/format.h>
 
 #include "landlock/kernel.hpp"
+#include "policy/env.hpp"
 #include "ns/channel.hpp"
 #include "ns/outcome.hpp"
 #include "ns/credentials.hpp"
@@ -342,9 +344,25 @@ Readiness assess(const Policy& policy) {
     return r;
   }
   r.abi = *abi;
-  Inputs inputs{terminals(), {}, {}, protected_present(policy)};
-  if (!policy.hidden_paths.empty()) inputs.listings = hidden_listings(policy.hidden_paths);
-  auto ruleset = make_ruleset(policy, *abi, inputs);
+  // A copy-on-write workspace needs an overlay, which this rung has not;
+  // writing the real workspace instead would break the promise.
+  if (policy.workspace_mode == WorkspaceMode::cow && policy.mode == Mode::workspace_write) {
+    r.reason = "landlock-cannot-express";
+    r.detail = "--workspace-mode cow needs an overlay (the namespace rung)";
+    return r;
+  }
+  // A copy-on-write home has no overlay here: its redirect directory is a
+  // writable root instead, and run() points the caches at it.
+  std::optional<Policy> redirected;
+  if (!policy.layers.redirect.empty()) {
+    redirected = policy;
+    redirected->home = HomeMode::ro;  // no overlay: the home as the read-only root shows it
+    redirected->writable.push_back(policy.layers.redirect);
+  }
+  const Policy& effective = redirected ? *redirected : policy;
+  Inputs inputs{terminals(), {}, {}, protected_present(effective)};
+  if (!effective.hidden_paths.empty()) inputs.listings = hidden_listings(effective.hidden_paths);
+  auto ruleset = make_ruleset(effective, *abi, inputs);
   if (!ruleset) {
     r.reason = "landlock-cannot-express";
     r.detail = ruleset.error().item;
@@ -366,6 +384,7 @@ Readiness assess(const Policy& policy) {
   auto limits = rung_limits(policy, FilterRung::landlock);
   if (limits) r.limits = std::move(*limits);
   else r.limits_error = limits.error();
+  r.redirect = policy.layers.redirect;
   return r;
 }
 
@@ -377,6 +396,13 @@ LaunchOutcome run(Prepared& p, Readiness ready) {
     return out;
   }
   apply_limits(p, std::move(ready.limits));
+  if (!ready.redirect.empty()) {
+    const char* maven = env_lookup(p.env, "MAVEN_OPTS");
+    for (const auto& [var, value] : cache_redirects(ready.redirect, maven ? maven : "")) set_env(p.env, var, value);
+    fmt::print(stderr, "nsrun: --home cow: no overlay on the Landlock rung; the home stays read-only and the "
+                       "well-known caches go to {}\n",
+               printable(ready.redirect));
+  }
   // Everything but the private TMPDIR, which the supervisor adds.
   Result<Fd> fd = build(ready.ruleset);
   p.timeline.mark("landlock-plan");

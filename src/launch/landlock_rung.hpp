@@ -32,6 +32,7 @@ struct Readiness {
   BpfProgram seccomp;   // ... compiled; loaded by the command last
   RungLimits limits;    // this rung's limits (issue 15) ...
   std::optional<Error> limits_error;  // ... or why one of them cannot be kept here
+  std::string redirect; // a copy-on-write home's cache-redirect directory (src/layers/), or empty
 };
 
 // Reads the kernel's ABI, plans the ruleset for `policy` and compiles the

@@ -19,6 +19,7 @@
 #include "launch/protect_watch.hpp"
 #include "launch/report.hpp"
 #include "launch/userns.hpp"
+#include "layers/session.hpp"
 #include "mount/executor.hpp"
 #include "ns/cgroup.hpp"
 #include "ns/channel.hpp"
@@ -757,6 +758,25 @@ void apply_limits(Prepared& p, RungLimits l) {
   p.cgroup_v1_dirs = std::move(l.cgroup_v1_dirs);
 }
 
+// The run id goes to stderr before the command starts: the one place a
+// caller finds it without --report. --home rw is said, as full-access is.
+static void note_layers(const layers::Session& layers, LaunchReport& report) {
+  const Policy& p = layers.policy();
+  if (p.mode == Mode::full_access) return;
+  if (!layers.run_id().empty()) {
+    report.layers.run_id = layers.run_id();
+    report.layers.run_layer = p.layers.workspace.upper;
+    fmt::print(stderr, "nsrun: run {}: the workspace is copy-on-write (nsrun changes {} [--patch]; nsrun commit {}; "
+                       "nsrun discard {})\n",
+               layers.run_id(), layers.run_id(), layers.run_id(), layers.run_id());
+  }
+  if (p.layers.home.empty()) return;
+  report.layers.home = name(p.home);
+  if (layers.home_layer()) report.layers.home_layer = p.layers.home_layer.upper;
+  if (p.home == HomeMode::rw)
+    fmt::print(stderr, "nsrun: --home rw: the command can write your home directory {}\n", printable(p.layers.home));
+}
+
 int run(const Policy& policy) {
   return run(policy, [](const Error& e, const std::optional<Error>&) {
     print_error(e);
@@ -784,7 +804,12 @@ int run(const Policy& policy, const ErrorReporter& report_error, SetupDeath setu
     return code;
   };
 
-  auto prepared = prepare(policy);
+  // The copy-on-write layers, made as the caller before anything else
+  // (src/layers/); from here on the Policy with their directories.
+  auto layers = layers::Session::open(policy);
+  if (!layers) return finish(layers.error().exit_code(), layers.error());
+  note_layers(*layers, report);
+  auto prepared = prepare(layers->policy());
   if (!prepared) return finish(prepared.error().exit_code(), prepared.error());
   prepared->setup_death_as_status = setup_death == SetupDeath::as_status;
   report.proc = prepared->plan.proc;
@@ -804,7 +829,8 @@ int run(const Policy& policy, const ErrorReporter& report_error, SetupDeath setu
   }
   // The ladder (launch/ladder.cpp) picks the rung and fills the report.
   const ProtectWatch protect_watch = watch_protected(policy);
-  LadderOutcome outcome = run_ladder(policy, *prepared, report);
+  LadderOutcome outcome = run_ladder(layers->policy(), *prepared, report);
+  layers->close();
   report.seccomp_filter = !prepared->seccomp.empty();
   if (policy.verdict)
     if (const std::string line = verdict_line(report.verdict); !line.empty()) fmt::print(stderr, "{}\n", line);

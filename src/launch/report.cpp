@@ -130,6 +130,17 @@ json::Value to_json(const LaunchReport& r) {
   out.set("exit_code", r.exit_code);
   out.set("error", r.error ? Value(r.error->message()) : Value());
   add_verdict(out, r);
+  if (!r.layers.run_id.empty() || !r.layers.home.empty()) {
+    Value layers = Value::object();
+    layers.set("run_id", r.layers.run_id.empty() ? Value() : Value(r.layers.run_id));
+    if (!r.layers.run_layer.empty()) layers.set("run_layer", r.layers.run_layer);
+    layers.set("home", r.layers.home);
+    if (!r.layers.home_layer.empty()) layers.set("home_layer", r.layers.home_layer);
+    Value redirected = Value::array();
+    for (const auto& v : r.layers.redirected) redirected.push_back(v);
+    if (!r.layers.redirected.empty()) layers.set("redirected", std::move(redirected));
+    out.set("layers", std::move(layers));
+  }
   if (r.network) out.set("network", egress::network_section(*r.network));
   return out;
 }

@@ -58,6 +58,16 @@ struct LaunchReport {
   // enforcement and the refused system calls (launch/watch.hpp).
   Verdict verdict;
   bool seccomp_filter = true;          // a filter with refusals was loaded (else no denials can happen)
+  // Copy-on-write layers (src/layers/): the run id for nsrun changes /
+  // commit / discard, and what the home was ("ro", "cow", "rw",
+  // "cache-redirect" on the Landlock rung). Empty: not in the report.
+  struct Layers {
+    std::string run_id;
+    std::string run_layer;        // its upper directory
+    std::string home;
+    std::string home_layer;       // its upper directory, or the redirect's directory
+    std::vector<std::string> redirected;  // cache-redirect: the variables set
+  } layers;
   std::optional<std::vector<egress::Decision>> network;  // --network proxy (issue 13)
 };
 

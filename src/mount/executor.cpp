@@ -647,9 +647,12 @@ class RootBuilder {
   // is re-resolved by the kernel and none needs escaping.
   Result<void> overlay(const MountStep& s) {
     std::vector<Fd> held;
+    // The native front ends' overlays (the copy-on-write layers) name
+    // their directories exactly: no symlink is followed on the way.
     auto host_dir = [&](const std::string& path) -> Result<std::string> {
-      auto fd = open_in_root(host_.get(), path, O_PATH | O_DIRECTORY);
-      if (!fd) return fail(sys_error(Operation::overlay_source, path, fd.error().err));
+      auto fd = s.no_symlinks ? open_exact(host_.get(), path, Operation::overlay_source, O_PATH | O_DIRECTORY)
+                              : open_in_root(host_.get(), path, O_PATH | O_DIRECTORY);
+      if (!fd) return fail(s.no_symlinks ? fd.error() : sys_error(Operation::overlay_source, path, fd.error().err));
       std::string name = fmt::format("{}/proc/self/fd/{}", host_prefix_, fd->get());
       held.push_back(std::move(*fd));
       return name;
@@ -682,7 +685,10 @@ class RootBuilder {
       options += fmt::format(",upperdir={},workdir={}", *upper, *work);
     }
     if (!s.options.empty()) options += "," + s.options;
-    return fresh(s, Operation::mount_fs, "overlay", options);
+    // A kernel or file system without rootless overlayfs refuses a
+    // copy-on-write layer: a fact of the host the ladder names
+    // (overlay-unavailable), never a direct bind.
+    return fresh(s, s.no_symlinks ? Operation::mount_layer : Operation::mount_fs, "overlay", options);
   }
 
   // Directories nsrun just made empty (the root of each tmpfs it mounted),

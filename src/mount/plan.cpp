@@ -198,7 +198,7 @@ void expand(std::vector<MountStep>& out, const MountOp& m, ProcMode proc, const 
   // The paths the native front ends protect or open for writing: a symlink
   // there is the writer's to redirect, so none is followed.
   const bool exact = !follow_symlinks && (m.kind == K::bind || m.kind == K::ro_bind || m.kind == K::dev_bind ||
-                                          m.kind == K::hide);
+                                          m.kind == K::hide || m.kind == K::overlay || m.kind == K::ro_overlay);
   for (std::size_t i = first; i < out.size(); ++i) {
     out[i].parent_mode = parents;
     out[i].no_symlinks = exact;

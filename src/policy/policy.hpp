@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "policy/limits.hpp"
+#include "policy/cow.hpp"
 
 namespace nsrun {
 
@@ -179,6 +180,13 @@ struct Policy {
 
   std::vector<std::string> argv;       // the command; argv[0] is looked up in PATH
   std::string argv0;                   // bwrap --argv0: argv[0] as the command sees it
+
+  // Copy-on-write layers (issues 14, 17; src/policy/cow.hpp, src/layers/).
+  WorkspaceMode workspace_mode = WorkspaceMode::direct;
+  HomeMode home = HomeMode::ro;
+  std::string cow_dir;                 // --cow-dir DIR: where run layers go
+  std::string home_layer;              // --home-layer NAME: share a home layer between workspaces
+  CowLayers layers;                    // resolved by the front end and the launch
 
   bool operator==(const Policy&) const = default;
 };

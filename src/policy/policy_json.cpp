@@ -365,6 +365,10 @@ const Readers<Policy>& policy_readers() {
       {"report_fd", optional_id_into(&Policy::report_fd)},
       {"argv", strings_into(&Policy::argv)},
       {"argv0", string_into(&Policy::argv0)},
+      {"workspace_mode", enum_into(&Policy::workspace_mode, parse_workspace_mode)},
+      {"home", enum_into(&Policy::home, parse_home_mode)},
+      {"cow_dir", string_into(&Policy::cow_dir)},
+      {"home_layer", string_into(&Policy::home_layer)},
   };
   return readers;
 }
@@ -423,6 +427,10 @@ json::Value to_json(const Policy& p) {
   out.set("report_fd", p.report_fd ? Value(*p.report_fd) : Value());
   out.set("argv", strings(p.argv));
   out.set("argv0", p.argv0);
+  out.set("workspace_mode", name(p.workspace_mode));
+  out.set("home", name(p.home));
+  out.set("cow_dir", p.cow_dir);
+  out.set("home_layer", p.home_layer);
   return out;
 }
 

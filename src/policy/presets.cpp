@@ -14,6 +14,30 @@ MountOp mount_op(MountOp::Kind kind, std::string source, std::string dest) {
 
 namespace {
 constexpr auto op = mount_op;
+
+// An overlay whose lower layer is `dir` itself and whose upper and work
+// directories are `layer`'s. Before the launch made them (explain, policy)
+// the upper is empty: a read-only overlay, never a writable bind.
+MountOp layer_mount(const std::string& dir, const LayerDirs& layer) {
+  MountOp m = op(MountOp::Kind::overlay, layer.upper, dir);
+  m.layers = {dir};
+  m.workdir = layer.work;
+  if (layer.upper.empty()) m.kind = MountOp::Kind::ro_overlay;
+  return m;
+}
+
+MountOp workspace_mount(const Policy& policy) {
+  if (policy.workspace_mode == WorkspaceMode::cow) return layer_mount(policy.workspace, policy.layers.workspace);
+  return op(MountOp::Kind::bind, policy.workspace, policy.workspace);
+}
+
+// --home: `ro` adds nothing (the read-only root shows $HOME as it is).
+void home_mounts(std::vector<MountOp>& out, const Policy& policy) {
+  const std::string& home = policy.layers.home;
+  if (home.empty() || contains_private_mounts(home)) return;
+  if (policy.home == HomeMode::rw) out.push_back(op(MountOp::Kind::bind, home, home));
+  if (policy.home == HomeMode::cow) out.push_back(layer_mount(home, policy.layers.home_layer));
+}
 }  // namespace
 
 bool contains_private_mounts(std::string_view root) { return root == "/"; }
@@ -61,13 +85,22 @@ std::vector<MountOp> preset_mounts(const Policy& policy) {
   // workspace is bound again, read-only, for the same reason (never `/`:
   // the root bind above is that already, and a second one would cover the
   // private mounts).
+  // The home layer comes first, so the workspace and the writable roots
+  // that live inside $HOME keep their direct binds on top of it.
+  home_mounts(out, policy);
   if (writing) {
-    if (!contains_private_mounts(policy.workspace)) out.push_back(op(K::bind, policy.workspace, policy.workspace));
+    if (!contains_private_mounts(policy.workspace)) out.push_back(workspace_mount(policy));
     for (const auto& dir : policy.writable)
       if (!contains_private_mounts(dir)) out.push_back(op(K::bind, dir, dir));
   } else if (!policy.workspace.empty() && !contains_private_mounts(policy.workspace)) {
     out.push_back(op(K::ro_bind, policy.workspace, policy.workspace));
   }
+  // nsrun's own layer directories are none of the command's business: the
+  // other runs' uppers, the other workspaces' homes.
+  const bool run_layer = writing && policy.workspace_mode == WorkspaceMode::cow;
+  const bool home_layer = policy.home == HomeMode::cow && !policy.layers.home.empty();
+  if (run_layer && !policy.layers.run_base.empty()) out.push_back(op(K::hide, "", policy.layers.run_base));
+  if (home_layer && !policy.layers.home_base.empty()) out.push_back(op(K::hide, "", policy.layers.home_base));
   return out;
 }
 

@@ -212,6 +212,7 @@ Result<void> validate(const Policy& p, bool need_command, std::span<const std::s
   if (need_command && p.argv.empty()) return fail(usage_error("command", "no command given"));
   if (!p.argv.empty() && p.argv.front().empty()) return fail(usage_error("command", "empty command name"));
 
+  if (auto r = validate_layers(p); !r) return r;
   if (p.mode == Mode::read_only && !p.writable.empty())
     return fail(usage_error("--writable", "cannot be used with --mode read-only"));
 

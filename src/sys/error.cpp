@@ -152,6 +152,7 @@ constexpr OperationInfo operations[] = {
     {Operation::mount_bind, "mount-bind", "", Phase::build},
     {Operation::mount_data, "mount-data", "mount data on", Phase::build},
     {Operation::mount_dest, "mount-dest", "mount on", Phase::build},
+    {Operation::mount_layer, "mount-layer", "", Phase::build},
     {Operation::remount, "remount", "mount_setattr", Phase::build},
     {Operation::staging, "staging", "staging", Phase::build},
     {Operation::pivot_root, "pivot-root", "pivot_root", Phase::build},

@@ -61,6 +61,7 @@ enum class Operation : unsigned char {
   mount_bind,  // "mount <source> on": a bind's clone attached
   mount_data,  // "mount data on": a file made from data, attached
   mount_dest,  // "mount on": the destination opened, through no symlink
+  mount_layer, // "mount overlay on": a copy-on-write layer (src/layers/)
   remount,     // "mount_setattr": read-only and the other flags
   staging, pivot_root, chroot, detach, chdir,
   // confinement

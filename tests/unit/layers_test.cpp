@@ -32,6 +32,7 @@ const std::map<std::string, int> rank = {
     {"seccomp", 3},   // the filters
     {"landlock", 3},  // ABI negotiation and the ruleset
     {"ns", 3},        // namespace primitives: channel, reaper, credentials, net, status
+    {"layers", 3},    // the copy-on-write layers: their directories, changes, commit
     {"net", 3},       // the egress proxy of --network proxy: its wire formats and its thread
     {"launch", 4},    // the one owner of a launch: pipeline, ladder, rungs, report
     {"bench", 5},     // `nsrun bench`'s statistics and spawning

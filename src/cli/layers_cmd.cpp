@@ -1,0 +1,272 @@
+#include "cli/layers_cmd.hpp"
+
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cli/native.hpp"
+#include "layers/changes.hpp"
+#include "layers/dirs.hpp"
+#include "layers/session.hpp"
+#include "policy/cow.hpp"
+#include "sys/syscalls.hpp"
+
+namespace nsrun {
+
+namespace {
+
+int report(const Error& e) {
+  fmt::print(stderr, "nsrun: {}\n", e.message());
+  return e.exit_code();
+}
+
+int usage(std::string_view what, std::string_view why) { return report(usage_error(what, why)); }
+
+constexpr std::string_view help_text =
+    "usage: nsrun changes ID [--patch] [--cow-dir DIR]   what run ID changed in its workspace\n"
+    "       nsrun commit ID [PATH...] [--force] [--cow-dir DIR]\n"
+    "                                       apply run ID's changes (conflicts refused unless --force)\n"
+    "       nsrun discard ID [--cow-dir DIR]  drop run ID's layer\n"
+    "       nsrun home list                   the home layers\n"
+    "       nsrun home diff [NAME]            what a home layer holds (default: this workspace's)\n"
+    "       nsrun home reset [NAME]           drop a home layer (default: this workspace's)\n";
+
+// A directory the caller names (a workspace, a home), opened through no
+// symlink.
+Result<Fd> open_exact_dir(const std::string& path) {
+  const int fd = sys::openat2(AT_FDCWD, path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0, RESOLVE_NO_SYMLINKS);
+  if (fd < 0) return fail(sys_error("open", path));
+  return Fd(fd);
+}
+
+struct Where {
+  Policy policy;  // only its layers part is read
+};
+
+// The same bases a launch from here would use.
+Where where(const std::string& cow_dir) {
+  CallerContext ctx = read_caller_context();
+  Where w;
+  w.policy.cow_dir = cow_dir;
+  w.policy.workspace = ctx.cwd;
+  std::string home;
+  if (ctx.lookup && ctx.socket_env.home.starts_with('/'))
+    if (auto found = ctx.lookup(ctx.socket_env.home); found && found->dir) home = found->real;
+  resolve_layers(w.policy, ctx.socket_env.xdg_runtime_dir, ctx.xdg_state_home, home);
+  settle_layers(w.policy);
+  return w;
+}
+
+// Paths given to commit: relative to the workspace, or absolute inside it.
+Result<std::vector<std::string>> relative_paths(const std::vector<std::string>& given, const std::string& workspace,
+                                                const std::string& cwd) {
+  std::vector<std::string> out;
+  for (std::string p : given) {
+    if (!p.starts_with('/')) p = cwd + "/" + p;
+    std::string norm;
+    std::string_view rest = p;
+    std::vector<std::string> parts;
+    while (!rest.empty()) {
+      while (!rest.empty() && rest.front() == '/') rest.remove_prefix(1);
+      const std::size_t slash = rest.find('/');
+      std::string part(rest.substr(0, slash));
+      rest = slash == std::string_view::npos ? std::string_view() : rest.substr(slash);
+      if (part.empty() || part == ".") continue;
+      if (part == "..") {
+        if (!parts.empty()) parts.pop_back();
+        continue;
+      }
+      parts.push_back(std::move(part));
+    }
+    for (const auto& part : parts) norm += "/" + part;
+    if (norm.empty()) norm = "/";
+    if (norm == workspace) {
+      out.emplace_back();
+      continue;
+    }
+    if (!norm.starts_with(workspace + "/"))
+      return fail(usage_error("commit", fmt::format("{} is not in the run's workspace {}", printable(p),
+                                                    printable(workspace))));
+    out.push_back(norm.substr(workspace.size() + 1));
+  }
+  return out;
+}
+
+// HOOK(protected paths, issue 14): the workspace paths nsrun commit never
+// writes. Until the protected-path set lands (src/policy/protect.*), the
+// issue's named defaults, relative to the workspace root.
+bool commit_protected(std::string_view path) {
+  static constexpr std::string_view defaults[] = {".git/hooks", ".git/config", ".git/info/attributes", ".envrc",
+                                                  ".vscode",    ".idea",       ".codex",               ".agents",
+                                                  ".claude"};
+  for (std::string_view p : defaults) {
+    if (path == p || (path.starts_with(p) && path.size() > p.size() && path[p.size()] == '/')) return true;
+    // A whole tree that holds one (an added .git with hooks in it).
+    if (p.starts_with(path) && p.size() > path.size() && (path.empty() || p[path.size()] == '/')) return true;
+  }
+  return false;
+}
+
+struct RunLayer {
+  layers::RunInfo info;
+  Fd upper;
+  Fd workspace;
+};
+
+Result<RunLayer> open_run(const std::string& id, const std::string& cow_dir) {
+  const Where w = where(cow_dir);
+  auto info = layers::find_run(w.policy.layers.run_base, id);
+  if (!info) return fail(info.error());
+  RunLayer r;
+  r.info = std::move(*info);
+  auto upper = open_exact_dir(r.info.dir + "/upper");
+  if (!upper) return fail(upper.error());
+  r.upper = std::move(*upper);
+  auto ws = open_exact_dir(r.info.workspace);
+  if (!ws) return fail(ws.error());
+  r.workspace = std::move(*ws);
+  return r;
+}
+
+int run_commands(std::string_view verb, std::span<const std::string> args) {
+  std::string id, cow_dir;
+  bool patch = false, force = false;
+  std::vector<std::string> paths;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--patch" && verb == "changes") patch = true;
+    else if (a == "--force" && verb == "commit") force = true;
+    else if (a == "--cow-dir") {
+      if (i + 1 >= args.size()) return usage("--cow-dir", "needs a value: DIR");
+      cow_dir = args[++i];
+    } else if (a == "--") {
+      for (++i; i < args.size(); ++i) (id.empty() ? id : paths.emplace_back()) = args[i];
+    } else if (a.starts_with("-")) {
+      return usage(a, fmt::format("unknown option for nsrun {} (see nsrun {} --help)", verb, verb));
+    } else if (id.empty()) {
+      id = a;
+    } else if (verb == "commit") {
+      paths.push_back(a);
+    } else {
+      return usage(a, fmt::format("nsrun {} takes one run id", verb));
+    }
+  }
+  if (id.empty()) return usage(std::string(verb), "needs a run id (printed on stderr when the run started)");
+  if (!cow_dir.empty() && !cow_dir.starts_with('/')) return usage("--cow-dir", "not an absolute path");
+
+  if (verb == "discard") {
+    const Where w = where(cow_dir);
+    auto info = layers::find_run(w.policy.layers.run_base, id);
+    if (!info) return report(info.error());
+    auto base = layers::open_private_dir(w.policy.layers.run_base, 0700, false);
+    if (!base) return report(base.error());
+    Fd dir(::openat(base->get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!dir) return report(sys_error("open", w.policy.layers.run_base));
+    if (auto r = layers::remove_tree(dir.get(), id, info->dir); !r) return report(r.error());
+    fmt::print(stderr, "nsrun: run {} discarded\n", id);
+    return 0;
+  }
+
+  auto run = open_run(id, cow_dir);
+  if (!run) return report(run.error());
+  if (verb == "changes") {
+    auto changes = layers::collect(run->upper.get(), run->workspace.get());
+    if (!changes) return report(changes.error());
+    if (!patch) {
+      fmt::print("{}", layers::list(*changes));
+      return 0;
+    }
+    auto text = layers::patch(run->upper.get(), run->workspace.get(), *changes);
+    if (!text) return report(text.error());
+    fmt::print("{}", *text);
+    return 0;
+  }
+
+  // commit
+  char cwd[4096];
+  auto rel = relative_paths(paths, run->info.workspace, ::getcwd(cwd, sizeof cwd) ? cwd : "/");
+  if (!rel) return report(rel.error());
+  layers::CommitOptions options;
+  options.paths = std::move(*rel);
+  options.force = force;
+  options.start = run->info.start;
+  options.is_protected = commit_protected;
+  auto outcome = layers::commit(run->upper.get(), run->workspace.get(), options);
+  if (!outcome) return report(outcome.error());
+  fmt::print("{}", layers::list(outcome->applied));
+  for (const auto& c : outcome->refused)
+    fmt::print(stderr, "nsrun: protected path {}: not committed\n", printable(c.path));
+  for (const auto& c : outcome->conflicts)
+    fmt::print(stderr, "nsrun: conflict: {}: changed on the host since the run started; not committed (--force "
+                       "applies it)\n",
+               printable(c.path));
+  for (const auto& [c, e] : outcome->failed) fmt::print(stderr, "nsrun: commit {}: {}\n", printable(c.path), e.message());
+  fmt::print(stderr, "nsrun: run {}: {} applied, {} conflicts, {} protected, {} failed\n", id, outcome->applied.size(),
+             outcome->conflicts.size(), outcome->refused.size(), outcome->failed.size());
+  return outcome->conflicts.empty() && outcome->refused.empty() && outcome->failed.empty() ? 0 : 1;
+}
+
+int home_command(std::span<const std::string> args) {
+  if (args.empty()) return usage("home", "needs list, diff or reset");
+  const std::string& verb = args[0];
+  if (verb != "list" && verb != "diff" && verb != "reset") return usage(verb, "not a home command (list, diff, reset)");
+  const Where w = where("");
+  const CowLayers& l = w.policy.layers;
+  if (l.home_base.empty()) return usage("home", "no home layer directory: set XDG_STATE_HOME or HOME");
+  if (args.size() > 2 || (verb == "list" && args.size() > 1)) return usage(verb, "too many arguments");
+  const std::string layer = args.size() == 2 ? args[1] : l.home_name;
+  if (!valid_layer_name(layer)) return usage(layer, "not a layer name");
+  auto base = layers::open_private_dir(l.home_base, 0700, false);
+  if (!base) {
+    if (base.error().err == ENOENT && verb == "list") return 0;
+    return report(base.error());
+  }
+  Fd dir(::openat(base->get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir) return report(sys_error("open", l.home_base));
+  if (verb == "list") {
+    auto names = layers::list_dir(dir.get(), l.home_base);
+    if (!names) return report(names.error());
+    for (const auto& n : *names)
+      if (valid_layer_name(n)) fmt::print("{}{}\n", n, n == l.home_name ? " (this workspace)" : "");
+    return 0;
+  }
+  if (verb == "reset") {
+    if (::faccessat(dir.get(), layer.c_str(), F_OK, AT_SYMLINK_NOFOLLOW) != 0)
+      return usage(layer, fmt::format("no home layer of that name under {}", l.home_base));
+    if (auto r = layers::remove_tree(dir.get(), layer, l.home_base + "/" + layer); !r) return report(r.error());
+    fmt::print(stderr, "nsrun: home layer {} reset\n", layer);
+    return 0;
+  }
+  if (l.home.empty()) return usage("home diff", "HOME is not a directory");
+  auto upper = open_exact_dir(l.home_base + "/" + layer + "/upper");
+  if (!upper) return report(upper.error());
+  auto home = open_exact_dir(l.home);
+  if (!home) return report(home.error());
+  auto changes = layers::collect(upper->get(), home->get());
+  if (!changes) return report(changes.error());
+  fmt::print("{}", layers::list(*changes));
+  return 0;
+}
+
+}  // namespace
+
+bool is_layers_command(std::string_view verb) {
+  return verb == "changes" || verb == "commit" || verb == "discard" || verb == "home";
+}
+
+int layers_main(std::span<const std::string> args) {
+  for (const auto& a : args)
+    if (a == "--help" || a == "-h") {
+      fmt::print("{}", help_text);
+      return 0;
+    }
+  if (args[0] == "home") return home_command(args.subspan(1));
+  return run_commands(args[0], args.subspan(1));
+}
+
+}  // namespace nsrun

@@ -1,0 +1,18 @@
+// `nsrun changes|commit|discard` (a copy-on-write workspace's run layer)
+// and `nsrun home list|diff|reset` (the home layers), all as the caller,
+// without privileges.
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace nsrun {
+
+// Whether `verb` is one of these commands.
+bool is_layers_command(std::string_view verb);
+
+// args[0] is the verb. Returns the exit status.
+int layers_main(std::span<const std::string> args);
+
+}  // namespace nsrun

@@ -1,0 +1,537 @@
+#include "layers/changes.hpp"
+
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <map>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "layers/dirs.hpp"
+#include "sys/io.hpp"
+#include "sys/syscalls.hpp"
+
+namespace nsrun::layers {
+
+namespace {
+
+std::string join(std::string_view dir, std::string_view name) {
+  return dir.empty() ? std::string(name) : fmt::format("{}/{}", dir, name);
+}
+
+// An xattr of `name` in directory `dir`, not following a final symlink:
+// through the fd's magic link, so no path outside the fd is resolved.
+std::optional<std::string> xattr_at(int dir, const std::string& name, const char* key) {
+  const std::string path = fmt::format("/proc/self/fd/{}/{}", dir, name);
+  char buf[4096];
+  const ssize_t n = ::lgetxattr(path.c_str(), key, buf, sizeof buf);
+  if (n < 0) return std::nullopt;
+  return std::string(buf, static_cast<std::size_t>(n));
+}
+
+bool is_whiteout(int dir, const std::string& name, const struct stat& st) {
+  if (S_ISCHR(st.st_mode) && st.st_rdev == makedev(0, 0)) return true;
+  return S_ISREG(st.st_mode) && st.st_size == 0 && xattr_at(dir, name, "user.overlay.whiteout").has_value();
+}
+
+bool is_opaque(int dir, const std::string& name) {
+  auto v = xattr_at(dir, name, "user.overlay.opaque");
+  return v && *v == "y";
+}
+
+Result<std::string> read_link_at(int dir, const std::string& name, const std::string& shown) {
+  std::string buf(4096, '\0');
+  const ssize_t n = ::readlinkat(dir, name.c_str(), buf.data(), buf.size());
+  if (n < 0) return fail(sys_error("readlink", shown));
+  buf.resize(static_cast<std::size_t>(n));
+  return buf;
+}
+
+// Whether two files hold the same thing: type, permission bits, and bytes
+// (or link target, or device number).
+Result<bool> same_file(int da, const std::string& a, const struct stat& sa, int db, const std::string& b,
+                       const struct stat& sb, const std::string& shown) {
+  if ((sa.st_mode & S_IFMT) != (sb.st_mode & S_IFMT) || (sa.st_mode & 07777) != (sb.st_mode & 07777)) return false;
+  if (S_ISLNK(sa.st_mode)) {
+    auto x = read_link_at(da, a, shown);
+    auto y = read_link_at(db, b, shown);
+    if (!x) return fail(x.error());
+    if (!y) return fail(y.error());
+    return *x == *y;
+  }
+  if (!S_ISREG(sa.st_mode)) return sa.st_rdev == sb.st_rdev;
+  if (sa.st_size != sb.st_size) return false;
+  Fd x(::openat(da, a.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  Fd y(::openat(db, b.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (!x || !y) return fail(sys_error("open", shown));
+  char bx[65536], by[65536];
+  while (true) {
+    const ssize_t n = ::read(x.get(), bx, sizeof bx);
+    if (n < 0) return fail(sys_error("read", shown));
+    if (n == 0) return true;
+    ssize_t got = 0;
+    while (got < n) {
+      const ssize_t m = ::read(y.get(), by + got, static_cast<std::size_t>(n - got));
+      if (m <= 0) return false;
+      got += m;
+    }
+    if (std::memcmp(bx, by, static_cast<std::size_t>(n)) != 0) return false;
+  }
+}
+
+Result<void> walk(int upper, int lower, const std::string& rel, std::vector<Change>& out) {
+  auto names = list_dir(upper, rel.empty() ? "." : rel);
+  if (!names) return fail(names.error());
+  for (const auto& name : *names) {
+    const std::string path = join(rel, name);
+    struct stat st{};
+    if (::fstatat(upper, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return fail(sys_error("stat", path));
+    struct stat lst{};
+    const bool below = lower >= 0 && ::fstatat(lower, name.c_str(), &lst, AT_SYMLINK_NOFOLLOW) == 0;
+    if (is_whiteout(upper, name, st)) {
+      if (below) out.push_back({Change::Kind::deleted, path, S_ISDIR(lst.st_mode)});
+      continue;
+    }
+    if (S_ISDIR(st.st_mode)) {
+      if (below && S_ISDIR(lst.st_mode) && !is_opaque(upper, name)) {
+        if ((st.st_mode & 07777) != (lst.st_mode & 07777)) out.push_back({Change::Kind::modified, path, true});
+        auto u = open_dir_at(upper, name, path);
+        if (!u) return fail(u.error());
+        auto l = open_dir_at(lower, name, path);
+        if (!l) return fail(l.error());
+        if (auto r = walk(u->get(), l->get(), path, out); !r) return r;
+      } else {
+        out.push_back({below ? Change::Kind::replaced : Change::Kind::added, path, true});
+      }
+      continue;
+    }
+    if (!below) {
+      out.push_back({Change::Kind::added, path, false});
+      continue;
+    }
+    if (S_ISDIR(lst.st_mode)) {
+      out.push_back({Change::Kind::replaced, path, false});
+      continue;
+    }
+    auto same = same_file(upper, name, st, lower, name, lst, path);
+    if (!same) return fail(same.error());
+    if (!*same) out.push_back({Change::Kind::modified, path, false});
+  }
+  return {};
+}
+
+// The directory holding `rel`'s last component, opened below `root`
+// through no symlink and no "..".
+Result<Fd> open_parent(int root, std::string_view rel, std::string& name) {
+  const std::size_t slash = rel.find_last_of('/');
+  name = std::string(slash == std::string_view::npos ? rel : rel.substr(slash + 1));
+  const std::string parent = slash == std::string_view::npos ? "." : std::string(rel.substr(0, slash));
+  const int fd = sys::openat2(root, parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0,
+                              RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV);
+  if (fd < 0) return fail(sys_error("open", parent));
+  return Fd(fd);
+}
+
+// ---------------------------------------------------------------- patch
+
+struct FileState {
+  uint32_t mode = 0;    // git's: 0100644, 0100755, 0120000
+  std::string data;     // contents, or the link target
+};
+
+std::optional<uint32_t> git_mode(const struct stat& st) {
+  if (S_ISLNK(st.st_mode)) return 0120000;
+  if (S_ISREG(st.st_mode)) return (st.st_mode & 0111) ? 0100755 : 0100644;
+  return std::nullopt;
+}
+
+Result<std::optional<FileState>> read_state(int dir, const std::string& name, const std::string& shown) {
+  struct stat st{};
+  if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return fail(sys_error("stat", shown));
+  auto mode = git_mode(st);
+  if (!mode) return std::optional<FileState>();
+  FileState f;
+  f.mode = *mode;
+  if (S_ISLNK(st.st_mode)) {
+    auto t = read_link_at(dir, name, shown);
+    if (!t) return fail(t.error());
+    f.data = std::move(*t);
+  } else {
+    auto d = read_at(dir, name, shown);
+    if (!d) return fail(d.error());
+    f.data = std::move(*d);
+  }
+  return std::optional<FileState>(std::move(f));
+}
+
+struct Pair {
+  std::optional<FileState> before, after;
+  bool special = false;  // a device, fifo or socket: not in a patch
+};
+using Pairs = std::map<std::string, Pair>;
+
+// Every file of the tree `name` in `dir` (the tree itself when a file),
+// into `before` or `after`; whiteouts are skipped.
+Result<void> gather(int dir, const std::string& name, const std::string& path, bool after, Pairs& pairs) {
+  struct stat st{};
+  if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return fail(sys_error("stat", path));
+  if (is_whiteout(dir, name, st)) return {};
+  if (S_ISDIR(st.st_mode)) {
+    auto sub = open_dir_at(dir, name, path);
+    if (!sub) return fail(sub.error());
+    auto names = list_dir(sub->get(), path);
+    if (!names) return fail(names.error());
+    for (const auto& n : *names)
+      if (auto r = gather(sub->get(), n, join(path, n), after, pairs); !r) return r;
+    return {};
+  }
+  auto state = read_state(dir, name, path);
+  if (!state) return fail(state.error());
+  Pair& p = pairs[path];
+  if (!*state) p.special = true;
+  (after ? p.after : p.before) = std::move(*state);
+  return {};
+}
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    const std::size_t nl = text.find('\n', at);
+    const std::size_t end = nl == std::string::npos ? text.size() : nl + 1;
+    lines.push_back(text.substr(at, end - at));
+    at = end;
+  }
+  return lines;
+}
+
+void emit_line(std::string& out, char sign, const std::string& line) {
+  out += sign;
+  out += line;
+  if (line.empty() || line.back() != '\n') out += "\n\\ No newline at end of file\n";
+}
+
+std::string range(std::size_t start, std::size_t count) {
+  // A hunk side with no lines names the line before it.
+  if (count == 0) return fmt::format("{},0", start == 0 ? 0 : start - 1);
+  if (count == 1) return fmt::format("{}", start);
+  return fmt::format("{},{}", start, count);
+}
+
+// One hunk around the changed middle (the common head and tail trimmed),
+// with up to three lines of context on each side.
+void emit_hunk(std::string& out, const std::string& a, const std::string& b) {
+  const auto x = split_lines(a), y = split_lines(b);
+  std::size_t head = 0;
+  while (head < x.size() && head < y.size() && x[head] == y[head]) ++head;
+  std::size_t tail = 0;
+  while (tail < x.size() - head && tail < y.size() - head && x[x.size() - 1 - tail] == y[y.size() - 1 - tail]) ++tail;
+  const std::size_t before = std::min<std::size_t>(head, 3), after = std::min<std::size_t>(tail, 3);
+  const std::size_t from = head - before;
+  const std::size_t old_count = x.size() - head - tail + before + after;
+  const std::size_t new_count = y.size() - head - tail + before + after;
+  out += fmt::format("@@ -{} +{} @@\n", range(from + 1, old_count), range(from + 1, new_count));
+  for (std::size_t i = from; i < head; ++i) emit_line(out, ' ', x[i]);
+  for (std::size_t i = head; i < x.size() - tail; ++i) emit_line(out, '-', x[i]);
+  for (std::size_t i = head; i < y.size() - tail; ++i) emit_line(out, '+', y[i]);
+  for (std::size_t i = x.size() - tail; i < x.size() - tail + after; ++i) emit_line(out, ' ', x[i]);
+}
+
+bool binary(const std::optional<FileState>& f) {
+  return f && f->data.find('\0', 0) != std::string::npos;
+}
+
+void emit_pair(std::string& out, const std::string& path, const Pair& p) {
+  const std::string a = quote_path("a/" + path), b = quote_path("b/" + path);
+  if (p.special || binary(p.before) || binary(p.after)) {
+    out += fmt::format("# nsrun: {} is binary or special and is not in this patch (nsrun commit applies it)\n",
+                       quote_path(path));
+    return;
+  }
+  // A change of file type (a file became a symlink): git writes a deletion
+  // and a creation.
+  if (p.before && p.after && (p.before->mode == 0120000) != (p.after->mode == 0120000)) {
+    emit_pair(out, path, Pair{p.before, std::nullopt, false});
+    emit_pair(out, path, Pair{std::nullopt, p.after, false});
+    return;
+  }
+  out += fmt::format("diff --git {} {}\n", a, b);
+  if (!p.before) out += fmt::format("new file mode {:06o}\n", p.after->mode);
+  else if (!p.after) out += fmt::format("deleted file mode {:06o}\n", p.before->mode);
+  else if (p.before->mode != p.after->mode)
+    out += fmt::format("old mode {:06o}\nnew mode {:06o}\n", p.before->mode, p.after->mode);
+  const std::string& old_data = p.before ? p.before->data : std::string();
+  const std::string& new_data = p.after ? p.after->data : std::string();
+  if (old_data == new_data) return;
+  out += fmt::format("--- {}\n+++ {}\n", p.before ? a : "/dev/null", p.after ? b : "/dev/null");
+  emit_hunk(out, old_data, new_data);
+}
+
+// ---------------------------------------------------------------- commit
+
+bool changed_since(const struct stat& st, const struct timespec& start) {
+  return st.st_ctim.tv_sec > start.tv_sec || (st.st_ctim.tv_sec == start.tv_sec && st.st_ctim.tv_nsec >= start.tv_nsec);
+}
+
+// Whether anything in the tree `name` in `dir` changed since `start`.
+bool tree_changed(int dir, const std::string& name, const struct timespec& start) {
+  struct stat st{};
+  if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return errno != ENOENT;
+  if (changed_since(st, start)) return true;
+  if (!S_ISDIR(st.st_mode)) return false;
+  Fd sub(::openat(dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!sub) return true;
+  auto names = list_dir(sub.get(), name);
+  if (!names) return true;
+  for (const auto& n : *names)
+    if (tree_changed(sub.get(), n, start)) return true;
+  return false;
+}
+
+Result<void> copy_bytes(int from, int to, const std::string& shown) {
+  while (true) {
+    const ssize_t n = ::copy_file_range(from, nullptr, to, nullptr, 1 << 30, 0);
+    if (n == 0) return {};
+    if (n > 0) continue;
+    if (errno != EXDEV && errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP) return fail(sys_error("copy", shown));
+    break;
+  }
+  char buf[65536];
+  while (true) {
+    const ssize_t n = ::read(from, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return fail(sys_error("read", shown));
+    if (n == 0) return {};
+    if (auto r = write_all(to, std::string_view(buf, static_cast<std::size_t>(n)), "write", shown); !r) return r;
+  }
+}
+
+// Puts the upper entry `name` (upper dir `ud`) at `name` in host dir `hd`:
+// a file or symlink through a temporary name and one rename, a directory
+// made and filled the same way, entry by entry.
+Result<void> install(int ud, int hd, const std::string& name, const std::string& path) {
+  struct stat st{};
+  if (::fstatat(ud, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return fail(sys_error("stat", path));
+  if (is_whiteout(ud, name, st)) return {};
+  if (S_ISDIR(st.st_mode)) {
+    if (::mkdirat(hd, name.c_str(), 0700) != 0 && errno != EEXIST) return fail(sys_error("mkdir", path));
+    auto sub_u = open_dir_at(ud, name, path);
+    if (!sub_u) return fail(sub_u.error());
+    auto sub_h = open_dir_at(hd, name, path);
+    if (!sub_h) return fail(sub_h.error());
+    auto names = list_dir(sub_u->get(), path);
+    if (!names) return fail(names.error());
+    for (const auto& n : *names)
+      if (auto r = install(sub_u->get(), sub_h->get(), n, join(path, n)); !r) return r;
+    if (::fchmod(sub_h->get(), st.st_mode & 07777) != 0) return fail(sys_error("chmod", path));
+    return {};
+  }
+  const std::string tmp = fmt::format(".nsrun-commit-{}", random_hex(12));
+  if (S_ISLNK(st.st_mode)) {
+    auto target = read_link_at(ud, name, path);
+    if (!target) return fail(target.error());
+    if (::symlinkat(target->c_str(), hd, tmp.c_str()) != 0) return fail(sys_error("symlink", path));
+  } else if (S_ISREG(st.st_mode)) {
+    Fd from(::openat(ud, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    if (!from) return fail(sys_error("open", path));
+    Fd to(::openat(hd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (!to) return fail(sys_error("create", path));
+    auto r = copy_bytes(from.get(), to.get(), path);
+    if (r && ::fchmod(to.get(), st.st_mode & 07777) != 0) r = fail(sys_error("chmod", path));
+    if (r) {
+      const struct timespec times[2] = {st.st_atim, st.st_mtim};
+      (void)::futimens(to.get(), times);
+    }
+    if (!r) {
+      ::unlinkat(hd, tmp.c_str(), 0);
+      return r;
+    }
+  } else if (S_ISFIFO(st.st_mode)) {
+    if (::mkfifoat(hd, tmp.c_str(), st.st_mode & 07777) != 0) return fail(sys_error("mkfifo", path));
+  } else {
+    return fail(Error{"commit", EPERM, path, "a device or socket (nsrun commits files, symlinks and directories)"});
+  }
+  // A directory where the file goes: rename() cannot replace it.
+  struct stat host{};
+  if (::fstatat(hd, name.c_str(), &host, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(host.st_mode))
+    if (auto r = remove_tree(hd, name, path); !r) {
+      ::unlinkat(hd, tmp.c_str(), 0);
+      return r;
+    }
+  if (::renameat(hd, tmp.c_str(), hd, name.c_str()) != 0) {
+    const int err = errno;
+    ::unlinkat(hd, tmp.c_str(), 0);
+    return fail(sys_error("rename", path, err));
+  }
+  return {};
+}
+
+bool selected(const Change& c, const std::vector<std::string>& paths) {
+  if (paths.empty()) return true;
+  for (const auto& p : paths) {
+    if (p.empty() || p == c.path) return true;
+    if (c.path.starts_with(p + "/")) return true;          // below a given directory
+    if (c.dir && p.starts_with(c.path + "/")) return true;  // inside a tree that changed as a whole
+  }
+  return false;
+}
+
+Result<void> apply(int upper, int lower, const Change& c) {
+  std::string name;
+  auto hd = open_parent(lower, c.path, name);
+  if (!hd) return fail(hd.error());
+  auto ud = open_parent(upper, c.path, name);
+  if (!ud) return fail(ud.error());
+  switch (c.kind) {
+    case Change::Kind::deleted:
+      if (auto r = remove_tree(hd->get(), name, c.path); !r) return r;
+      break;
+    case Change::Kind::replaced:
+      if (c.dir)
+        if (auto r = remove_tree(hd->get(), name, c.path); !r) return r;
+      if (auto r = install(ud->get(), hd->get(), name, c.path); !r) return r;
+      break;
+    case Change::Kind::added:
+      if (auto r = install(ud->get(), hd->get(), name, c.path); !r) return r;
+      break;
+    case Change::Kind::modified:
+      if (c.dir) {
+        // Only its mode; what is inside has entries of its own.
+        struct stat st{};
+        if (::fstatat(ud->get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return fail(sys_error("stat", c.path));
+        if (::fchmodat(hd->get(), name.c_str(), st.st_mode & 07777, 0) != 0) return fail(sys_error("chmod", c.path));
+        return {};
+      }
+      if (auto r = install(ud->get(), hd->get(), name, c.path); !r) return r;
+      break;
+  }
+  // Applied: the layer no longer holds it.
+  return remove_tree(ud->get(), name, c.path);
+}
+
+bool conflicts(int upper, int lower, const Change& c, const struct timespec& start) {
+  std::string name;
+  auto hd = open_parent(lower, c.path, name);
+  // The host removed (or replaced with a symlink) a directory on the way.
+  if (!hd) return true;
+  struct stat host{};
+  const bool there = ::fstatat(hd->get(), name.c_str(), &host, AT_SYMLINK_NOFOLLOW) == 0;
+  switch (c.kind) {
+    case Change::Kind::deleted:
+    case Change::Kind::replaced:
+      return there && tree_changed(hd->get(), name, start);
+    case Change::Kind::added:
+      return there && changed_since(host, start);
+    case Change::Kind::modified: {
+      if (!there) return true;  // the host deleted what the command changed
+      if (changed_since(host, start)) return true;
+      (void)upper;
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string quote_path(std::string_view path) {
+  bool plain = true;
+  for (unsigned char c : path)
+    if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\') plain = false;
+  if (plain) return std::string(path);
+  std::string out = "\"";
+  for (unsigned char c : path) {
+    switch (c) {
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\a': out += "\\a"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      case '\r': out += "\\r"; break;
+      case '\v': out += "\\v"; break;
+      default:
+        if (c < 0x20 || c >= 0x7f) out += fmt::format("\\{:03o}", c);
+        else out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+Result<std::vector<Change>> collect(int upper, int lower) {
+  std::vector<Change> out;
+  if (auto r = walk(upper, lower, "", out); !r) return fail(r.error());
+  return out;
+}
+
+std::string list(const std::vector<Change>& changes) {
+  std::string out;
+  for (const auto& c : changes) {
+    const char letter = c.kind == Change::Kind::added      ? 'A'
+                        : c.kind == Change::Kind::modified ? 'M'
+                        : c.kind == Change::Kind::deleted  ? 'D'
+                                                           : 'R';
+    out += fmt::format("{} {}{}\n", letter, quote_path(c.path), c.dir ? "/" : "");
+  }
+  return out;
+}
+
+Result<std::string> patch(int upper, int lower, const std::vector<Change>& changes) {
+  Pairs pairs;
+  for (const auto& c : changes) {
+    if (c.kind == Change::Kind::modified && c.dir) continue;
+    std::string name;
+    if (c.kind != Change::Kind::added) {
+      auto ld = open_parent(lower, c.path, name);
+      if (!ld) return fail(ld.error());
+      if (auto r = gather(ld->get(), name, c.path, false, pairs); !r) return fail(r.error());
+    }
+    if (c.kind != Change::Kind::deleted) {
+      auto ud = open_parent(upper, c.path, name);
+      if (!ud) return fail(ud.error());
+      if (auto r = gather(ud->get(), name, c.path, true, pairs); !r) return fail(r.error());
+    }
+  }
+  std::string out;
+  for (const auto& [path, p] : pairs) {
+    if (!p.special && p.before && p.after && p.before->mode == p.after->mode && p.before->data == p.after->data)
+      continue;
+    emit_pair(out, path, p);
+  }
+  return out;
+}
+
+Result<CommitOutcome> commit(int upper, int lower, const CommitOptions& o) {
+  auto changes = collect(upper, lower);
+  if (!changes) return fail(changes.error());
+  CommitOutcome out;
+  std::vector<Change> todo;
+  // Every check before any write: a commit that applies one file must not
+  // make the next one look changed.
+  for (const auto& c : *changes) {
+    if (!selected(c, o.paths)) continue;
+    if (o.is_protected && o.is_protected(c.path)) {
+      out.refused.push_back(c);
+      continue;
+    }
+    if (!o.force && conflicts(upper, lower, c, o.start)) {
+      out.conflicts.push_back(c);
+      continue;
+    }
+    todo.push_back(c);
+  }
+  for (const auto& c : todo) {
+    if (auto r = apply(upper, lower, c); !r) out.failed.emplace_back(c, r.error());
+    else out.applied.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace nsrun::layers

@@ -1,0 +1,66 @@
+// What a copy-on-write layer holds, against its lower directory, and how
+// it is reviewed back: `nsrun changes` (a list, or a patch `git apply`
+// accepts), `nsrun commit` (atomic per file, no symlink followed, host
+// changes since the run started refused as conflicts) and `nsrun home
+// diff`. overlayfs records a deletion as a whiteout (a 0:0 character
+// device, or an empty file with user.overlay.whiteout) and a directory that
+// replaced the lower one as opaque (user.overlay.opaque = "y"); a file
+// copied up from the lower layer carries user.overlay.origin.
+#pragma once
+
+#include <ctime>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sys/error.hpp"
+
+namespace nsrun::layers {
+
+struct Change {
+  enum class Kind { added, modified, deleted, replaced };
+  Kind kind = Kind::added;
+  std::string path;   // relative to the layer's root
+  bool dir = false;   // a directory: added / deleted / replaced as a whole tree
+  bool operator==(const Change&) const = default;
+};
+
+// Walks `upper` (a directory fd) against `lower` (-1: nothing below).
+Result<std::vector<Change>> collect(int upper, int lower);
+
+// "A path", "M path", "D path", "R path" lines (directories end in '/');
+// names quoted as git quotes them when they hold special bytes.
+std::string list(const std::vector<Change>& changes);
+
+// A git-style unified diff of the regular files and symlinks the changes
+// touch. Binary files and special files are named in a comment line
+// instead (git apply skips it); directories have no text of their own.
+Result<std::string> patch(int upper, int lower, const std::vector<Change>& changes);
+
+// git's quoting of a path in a patch or a listing ("a b" stays bare, a
+// newline, quote, backslash, control byte or byte >= 0x80 is quoted C-style).
+std::string quote_path(std::string_view path);
+
+struct CommitOptions {
+  std::vector<std::string> paths;  // empty: everything; else these (relative) paths and what is below them
+  bool force = false;              // apply conflicts too
+  struct timespec start{};         // the run's start: a host file changed at or after it is a conflict
+  // Whether a path (relative to the workspace) is protected: refused,
+  // reported, nothing applied for it. HOOK(protected paths, issue 14).
+  std::function<bool(std::string_view)> is_protected;
+};
+
+struct CommitOutcome {
+  std::vector<Change> applied;
+  std::vector<Change> conflicts;   // the host changed it since the run started
+  std::vector<Change> refused;     // protected
+  std::vector<std::pair<Change, Error>> failed;
+};
+
+// Applies the changes in `upper` to the workspace `lower` (a directory fd),
+// each file through a temporary name and a rename, and drops each applied
+// one from `upper`, so `nsrun changes` lists what is left.
+Result<CommitOutcome> commit(int upper, int lower, const CommitOptions& options);
+
+}  // namespace nsrun::layers

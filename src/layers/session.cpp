@@ -1,0 +1,162 @@
+#include "layers/session.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "layers/dirs.hpp"
+#include "policy/json.hpp"
+
+namespace nsrun::layers {
+
+namespace {
+
+constexpr const char* run_file = "run.json";
+constexpr std::string_view work_prefix = "work-";
+
+// The upper directory is the overlay's root: it lends the merged
+// directory its mode (and, for root, its owner), so it copies the real one.
+Result<void> make_upper(int parent, const std::string& shown, const std::string& real_dir) {
+  struct stat real{};
+  if (::stat(real_dir.c_str(), &real) != 0) return fail(sys_error("stat", real_dir));
+  if (::mkdirat(parent, "upper", 0700) != 0) {
+    if (errno != EEXIST) return fail(sys_error("mkdir", shown + "/upper"));
+    return {};
+  }
+  if (::fchmodat(parent, "upper", real.st_mode & 07777, 0) != 0) return fail(sys_error("chmod", shown + "/upper"));
+  if (::geteuid() == 0) (void)::fchownat(parent, "upper", real.st_uid, real.st_gid, AT_SYMLINK_NOFOLLOW);
+  return {};
+}
+
+// Work directories whose lock is free belong to no running sandbox: a
+// killed nsrun left them.
+void remove_stale_work(int parent, const std::string& shown) {
+  auto names = list_dir(parent, shown);
+  if (!names) return;
+  for (const auto& n : *names) {
+    if (!n.starts_with(work_prefix)) continue;
+    Fd fd(::openat(parent, n.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!fd || ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) continue;
+    (void)remove_tree(parent, n, shown + "/" + n);
+  }
+}
+
+}  // namespace
+
+Result<Session> Session::open(const Policy& policy) {
+  Session s;
+  s.policy_ = policy;
+  settle_layers(s.policy_);
+  CowLayers& l = s.policy_.layers;
+  const bool writing = policy.mode == Mode::workspace_write;
+  // A work directory made under a temporary name, locked, then renamed:
+  // remove_stale_work() never sees one that is not locked yet.
+  auto make_work = [](int parent, const std::string& shown) -> Result<Work> {
+    const std::string tmp = fmt::format(".new-{}", random_hex(12));
+    if (::mkdirat(parent, tmp.c_str(), 0700) != 0) return fail(sys_error("mkdir", shown + "/" + tmp));
+    Fd lock(::openat(parent, tmp.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!lock || ::flock(lock.get(), LOCK_EX) != 0) return fail(sys_error("lock", shown + "/" + tmp));
+    const std::string name = fmt::format("{}{}", work_prefix, random_hex(12));
+    if (::renameat(parent, tmp.c_str(), parent, name.c_str()) != 0) return fail(sys_error("rename", shown + "/" + name));
+    Fd dup(::fcntl(parent, F_DUPFD_CLOEXEC, 3));
+    if (!dup) return fail(sys_error("dup", shown));
+    return Work{std::move(dup), name, std::move(lock), shown + "/" + name};
+  };
+
+  if (writing && policy.workspace_mode == WorkspaceMode::cow) {
+    auto base = open_private_dir(l.run_base);
+    if (!base) return fail(base.error());
+    std::string id;
+    for (int tries = 0;; ++tries) {
+      id = random_hex(12);
+      if (::mkdirat(base->get(), id.c_str(), 0700) == 0) break;
+      if (errno != EEXIST || tries > 16) return fail(sys_error("mkdir", l.run_base + "/" + id));
+    }
+    const std::string dir = l.run_base + "/" + id;
+    Fd run(::openat(base->get(), id.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!run) return fail(sys_error("open", dir));
+    if (auto r = make_upper(run.get(), dir, policy.workspace); !r) return fail(r.error());
+    // Coarse real time, the clock file times come from: a host file changed
+    // after this has a ctime at or after it (nsrun commit's conflicts).
+    struct timespec start{};
+    ::clock_gettime(CLOCK_REALTIME_COARSE, &start);
+    json::Value info = json::Value::object();
+    info.set("id", id);
+    info.set("workspace", policy.workspace);
+    info.set("start_sec", static_cast<int64_t>(start.tv_sec));
+    info.set("start_nsec", static_cast<int64_t>(start.tv_nsec));
+    if (auto r = write_atomically(run.get(), run_file, json::dump(info) + "\n", 0600, dir + "/" + run_file); !r)
+      return fail(r.error());
+    Fd dirfd(::openat(base->get(), id.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!dirfd) return fail(sys_error("open", dir));
+    auto work = make_work(dirfd.get(), dir);
+    if (!work) return fail(work.error());
+    l.run_id = id;
+    l.workspace = {policy.workspace, dir + "/upper", dir + "/" + work->name};
+    s.run_work_ = std::move(*work);
+  }
+
+  if (policy.mode != Mode::full_access && policy.home == HomeMode::cow && !l.home.empty() && !l.home_base.empty()) {
+    const std::string dir = l.home_base + "/" + l.home_name;
+    auto layer = open_private_dir(dir);
+    if (!layer) return fail(layer.error());
+    Fd dirfd(::openat(layer->get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!dirfd) return fail(sys_error("open", dir));
+    if (auto r = make_upper(dirfd.get(), dir, l.home); !r) return fail(r.error());
+    remove_stale_work(dirfd.get(), dir);
+    auto work = make_work(dirfd.get(), dir);
+    if (!work) return fail(work.error());
+    // The Landlock rung's fallback (no overlay there): caches redirected
+    // into a directory of the layer's own.
+    if (::mkdirat(dirfd.get(), "redirect", 0700) != 0 && errno != EEXIST) return fail(sys_error("mkdir", dir + "/redirect"));
+    l.redirect = dir + "/redirect";
+    l.home_layer = {l.home, dir + "/upper", dir + "/" + work->name};
+    s.home_work_ = std::move(*work);
+  }
+  return s;
+}
+
+void Session::close() {
+  for (auto* w : {&run_work_, &home_work_}) {
+    if (!*w) continue;
+    (void)remove_tree((*w)->parent.get(), (*w)->name, (*w)->shown);
+    w->reset();
+  }
+}
+
+bool valid_run_id(std::string_view id) {
+  if (id.size() != 12) return false;
+  for (char c : id)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  return true;
+}
+
+Result<RunInfo> find_run(const std::string& base, const std::string& id) {
+  if (!valid_run_id(id)) return fail(usage_error("run id", fmt::format("'{}' is not a run id (12 hex digits)", id)));
+  if (base.empty()) return fail(usage_error("run id", "no run directory: set XDG_RUNTIME_DIR or HOME, or give --cow-dir DIR"));
+  auto b = open_private_dir(base, 0700, false);
+  if (!b) return fail(usage_error("run id", fmt::format("no run {} under {} ({})", id, base, b.error().message())));
+  Fd run(::openat(b->get(), id.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!run) return fail(usage_error("run id", fmt::format("no run {} under {}", id, base)));
+  auto text = read_at(run.get(), run_file, base + "/" + id + "/" + run_file);
+  if (!text) return fail(text.error());
+  auto v = json::parse(*text);
+  if (!v || !v->is_object()) return fail(Error{"run layer", EINVAL, base + "/" + id, "run.json is not an object"});
+  RunInfo info;
+  info.id = id;
+  info.dir = base + "/" + id;
+  const json::Value* ws = v->find("workspace");
+  const json::Value* sec = v->find("start_sec");
+  const json::Value* nsec = v->find("start_nsec");
+  if (ws == nullptr || !ws->is_string() || sec == nullptr || !sec->is_int() || nsec == nullptr || !nsec->is_int())
+    return fail(Error{"run layer", EINVAL, info.dir, "run.json lacks workspace or start"});
+  info.workspace = ws->as_string();
+  info.start.tv_sec = static_cast<time_t>(sec->as_int());
+  info.start.tv_nsec = static_cast<long>(nsec->as_int());
+  return info;
+}
+
+}  // namespace nsrun::layers

@@ -1,0 +1,62 @@
+// The launch's part of the copy-on-write layers: before clone, make (or
+// open) the run layer and the home layer as the caller, and fill their
+// directories into a copy of the Policy, so the plan stays a pure function
+// of it. Each launch gets a work directory of its own, locked while it
+// runs: two sandboxes never share one (overlayfs's rule), and one left by a
+// killed nsrun is recognised by its free lock and removed by the next.
+#pragma once
+
+#include <ctime>
+#include <optional>
+#include <string>
+
+#include "policy/policy.hpp"
+#include "sys/error.hpp"
+#include "sys/fd.hpp"
+
+namespace nsrun::layers {
+
+// The facts of a run layer (`run.json` beside its upper directory).
+struct RunInfo {
+  std::string id;
+  std::string dir;        // <run base>/<id>
+  std::string workspace;  // the real workspace: the lower layer
+  struct timespec start{};  // coarse real time before the overlay was made
+};
+
+class Session {
+ public:
+  // Nothing to do when the Policy asks for no layer: policy() is the input.
+  static Result<Session> open(const Policy& policy);
+
+  const Policy& policy() const { return policy_; }
+  const std::string& run_id() const { return policy_.layers.run_id; }
+  bool home_layer() const { return !policy_.layers.home_layer.upper.empty(); }
+
+  // After the run: the per-launch work directories go (best effort).
+  void close();
+
+  Session(Session&&) = default;
+  Session& operator=(Session&&) = default;
+  ~Session() { close(); }
+
+ private:
+  Session() = default;
+  struct Work {
+    Fd parent;          // the directory holding it
+    std::string name;
+    Fd lock;            // flock()ed while the sandbox runs
+    std::string shown;
+  };
+  Policy policy_;
+  std::optional<Work> run_work_;
+  std::optional<Work> home_work_;
+};
+
+// The run layer `id` under `base`; fails when there is none.
+Result<RunInfo> find_run(const std::string& base, const std::string& id);
+
+// Run ids are 12 lowercase hexadecimal digits.
+bool valid_run_id(std::string_view id);
+
+}  // namespace nsrun::layers
