@@ -13,6 +13,7 @@
 #include "layers/changes.hpp"
 #include "layers/dirs.hpp"
 #include "layers/session.hpp"
+#include "policy/protect.hpp"
 #include "policy/cow.hpp"
 #include "sys/syscalls.hpp"
 
@@ -97,19 +98,14 @@ Result<std::vector<std::string>> relative_paths(const std::vector<std::string>& 
   return out;
 }
 
-// HOOK(protected paths, issue 14): the workspace paths nsrun commit never
-// writes. Until the protected-path set lands (src/policy/protect.*), the
-// issue's named defaults, relative to the workspace root.
+// The protected set of a default Policy (src/policy/protect.hpp): a change
+// at a protected path, or one that adds, removes or replaces a directory on
+// the way to one (".git" holding hooks), is refused. The run's own
+// --protect / --unprotect are not recorded in run.json yet, so they do not
+// count here.
 bool commit_protected(std::string_view path) {
-  static constexpr std::string_view defaults[] = {".git/hooks", ".git/config", ".git/info/attributes", ".envrc",
-                                                  ".vscode",    ".idea",       ".codex",               ".agents",
-                                                  ".claude"};
-  for (std::string_view p : defaults) {
-    if (path == p || (path.starts_with(p) && path.size() > p.size() && path[p.size()] == '/')) return true;
-    // A whole tree that holds one (an added .git with hooks in it).
-    if (p.starts_with(path) && p.size() > path.size() && (path.empty() || p[path.size()] == '/')) return true;
-  }
-  return false;
+  static const std::vector<std::string> set = protected_paths(Policy{});
+  return match_protected(path, set) != ProtectMatch::none;
 }
 
 struct RunLayer {
