@@ -294,7 +294,7 @@ class RootBuilder {
       case Op::overlay: return overlay(s);
       case Op::protect:
         fresh_dirs_.clear();
-        return protect_path(root_.get(), host_.get(), s);
+        return protect_path(root_.get(), host_.get(), s, protect_root_);
     }
     return {};
   }
@@ -697,6 +697,7 @@ class RootBuilder {
   // (four system calls fewer for each device node in /dev). Keyed like
   // relative().
   std::vector<std::pair<std::string, Fd>> fresh_dirs_;
+  ProtectRoot protect_root_;  // the writable root the last protect step opened
 
   Fd staging_;  // invalid when the new root is stacked on the host's "/"
   Fd host_;     // the host's root

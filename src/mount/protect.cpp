@@ -149,10 +149,15 @@ std::string relative(std::string_view path) {
 
 }  // namespace
 
-Result<void> protect_path(int root, int host, const MountStep& s) {
-  // The writable root as the new root shows it, through no symlink.
-  Fd top(sys::openat2(root, relative(s.source).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC, 0,
-                      RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS));
+Result<void> protect_path(int root, int host, const MountStep& s, ProtectRoot& last) {
+  // The writable root as the new root shows it, through no symlink; once
+  // for all the protect steps of one root.
+  if (last.source != s.source || !last.top) {
+    last.source = s.source;
+    last.top = Fd(sys::openat2(root, relative(s.source).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC, 0,
+                               RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS));
+  }
+  const Fd& top = last.top;
   // A root that is not there (an optional bind) has nothing to protect.
   if (!top && errno == ENOENT) return {};
   if (!top && errno == ELOOP)
