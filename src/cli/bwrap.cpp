@@ -224,6 +224,7 @@ class Parser {
     // bwrap's defaults, not nsrun's: only the mount namespace unless asked,
     // the caller's list of mounts and nothing else, no default filter.
     p.preset = false;
+    p.limits.no_core_dumps = false;  // bwrap leaves RLIMIT_CORE as it finds it
     p.follow_symlinks = true;
     p.ns = Namespaces{false, false, false, false, false, false};
     p.hostname.clear();

@@ -213,7 +213,7 @@ std::vector<RlimitSetting> effective_rlimits(const Limits& limits) {
   std::vector<RlimitSetting> out;
   for (auto n : rlimit_names()) {
     std::optional<RlimitSetting> chosen;
-    if (n == "core") chosen = RlimitSetting{"core", 0, 0};
+    if (n == "core" && limits.no_core_dumps) chosen = RlimitSetting{"core", 0, 0};
     for (const auto& r : limits.rlimits)
       if (r.name == n) chosen = r;
     if (chosen) out.push_back(*chosen);

@@ -41,6 +41,9 @@ struct Limits {
   std::vector<RlimitSetting> rlimits;    // in order given; a later one of a name wins
   std::optional<uint64_t> tmpfs_size;    // bytes: size= of every tmpfs nsrun mounts
   LimitsMode mode = LimitsMode::strict;
+  // core=0 unless --rlimit core=... says otherwise; off in the bwrap
+  // dialect, which sets no rlimit (bwrap's semantics, not ours).
+  bool no_core_dumps = true;
 
   bool operator==(const Limits&) const = default;
 };

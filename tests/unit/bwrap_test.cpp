@@ -64,6 +64,8 @@ TEST_CASE("bwrap: defaults are bwrap's, not nsrun's", "[bwrap]") {
   // No PID namespace of its own: --proc binds the caller's /proc, as bwrap.
   CHECK(p.proc == ProcMode::host_bind);
   CHECK(p.cap_add.empty());
+  // No rlimit either: nsrun's core=0 default is not bwrap's.
+  CHECK(effective_rlimits(p.limits).empty());
   REQUIRE(p.mounts.size() == 1);
   CHECK(p.mounts[0].kind == K::ro_bind);
   CHECK(p.argv == std::vector<std::string>{"true"});

@@ -55,6 +55,9 @@ TEST_CASE("--rlimit NAME=SOFT[:HARD] in each resource's own unit", "[limits]") {
   CHECK(effective_rlimits(l) == std::vector<RlimitSetting>{{"core", 0, 0}});
   l.rlimits = {{"nofile", 1, 2}, {"core", 5, 5}, {"nofile", 3, 4}};
   CHECK(effective_rlimits(l) == std::vector<RlimitSetting>{{"core", 5, 5}, {"nofile", 3, 4}});
+  Limits asis;  // the bwrap dialect's: no default core=0
+  asis.no_core_dumps = false;
+  CHECK(effective_rlimits(asis).empty());
 }
 
 namespace {
