@@ -361,6 +361,7 @@ json::Value to_json(const Limits& l) {
   out.set("rlimits", std::move(rl));
   out.set("tmpfs_size", opt(l.tmpfs_size));
   out.set("mode", name(l.mode));
+  out.set("no_core_dumps", l.no_core_dumps);
   return out;
 }
 
@@ -368,7 +369,7 @@ Result<Limits> limits_from_json(const json::Value& v, Limits l, const std::strin
   if (!v.is_object()) return fail(usage_error(fmt::format("policy field '{}'", where), "expected object"));
   for (const auto& [key, value] : v.as_object()) {
     const std::string k = key;
-    if (value.is_null() && k != "kill_after" && k != "rlimits" && k != "mode") {
+    if (value.is_null() && k != "kill_after" && k != "rlimits" && k != "mode" && k != "no_core_dumps") {
       if (k == "memory") l.memory.reset();
       else if (k == "pids") l.pids.reset();
       else if (k == "cpu") l.cpu_millis.reset();
@@ -406,6 +407,10 @@ Result<Limits> limits_from_json(const json::Value& v, Limits l, const std::strin
         if (!r) return fail(field(where, k, r.error()));
         l.rlimits.push_back(std::move(*r));
       }
+    } else if (k == "no_core_dumps") {
+      if (!value.is_bool())
+        return fail(usage_error(fmt::format("policy field '{}.{}'", where, k), "expected true or false"));
+      l.no_core_dumps = value.as_bool();
     } else if (k == "mode") {
       auto m = value.is_string() ? parse_limits_mode(value.as_string()) : std::nullopt;
       if (!m)
