@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "cli/options.hpp"
+#include "policy/protect.hpp"
 #include "probe/backend.hpp"
 
 namespace nsrun {
@@ -129,6 +130,14 @@ Result<Invocation> parse_native(std::span<const std::string> args, const CallerC
       if (std::find(p.hidden_paths.begin(), p.hidden_paths.end(), h) == p.hidden_paths.end())
         p.hidden_paths.push_back(std::move(h));
   }
+  // Where git really takes hooks and config from in each writable root
+  // (core.hooksPath, a .git file's gitdir, submodules): protected with the
+  // defaults (docs/hardening.md, "git's own paths").
+  if (p.protect_defaults && ctx.lookup)
+    for (auto& g : git_protected_paths(writable_roots(p), ctx.socket_env.home))
+      if (std::find(p.protect.begin(), p.protect.end(), g) == p.protect.end() &&
+          std::find(p.unprotect.begin(), p.unprotect.end(), g) == p.unprotect.end())
+        p.protect.push_back(std::move(g));
   {
     // The home layer is mounted at $HOME's canonical path.
     std::string home;

@@ -1,16 +1,20 @@
 #include "policy/protect.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
+#include <memory>
 
 #include <fmt/format.h>
 
 #include "policy/sockets.hpp"
 #include "sys/fd.hpp"
+#include "sys/io.hpp"
 #include "sys/syscalls.hpp"
 
 namespace nsrun {
@@ -19,9 +23,11 @@ namespace {
 
 // Each entry runs code (or changes what runs) the next time the user, not
 // the sandbox, works in the directory.
-constexpr std::array<DefaultPath, 9> protected_defaults{{
+constexpr std::array<DefaultPath, 11> protected_defaults{{
     {".git/hooks", "git runs these scripts on commit, checkout, merge, push"},
     {".git/config", "core.hooksPath, core.fsmonitor, core.sshCommand, filter and alias definitions run commands"},
+    {".git/commondir", "git takes its config and hooks from the directory named here (any git directory has one)"},
+    {".git/config.worktree", "read as .git/config is once extensions.worktreeConfig is set (git sparse-checkout does)"},
     {".git/info/attributes", "selects filter and diff drivers for paths, beside .gitattributes' own"},
     {".envrc", "direnv runs it on entering the directory (once allowed, an edit needs a new allow)"},
     {".vscode", "tasks, launch configurations and settings VS Code runs or obeys when the folder opens"},
@@ -275,6 +281,214 @@ Result<std::vector<std::string>> credentials_to_hide(const std::string& home, bo
     if (allowed_here) continue;
     std::string entry = found->dir ? real + "/" : real;
     if (std::find(out.begin(), out.end(), entry) == out.end()) out.push_back(std::move(entry));
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- git's own paths
+
+namespace {
+
+// A small file below `root` read through no symlink; nullopt when absent.
+std::optional<std::string> read_beneath(int root, const std::string& rel) {
+  Fd fd(sys::openat2(root, rel.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS));
+  if (!fd) return std::nullopt;
+  struct stat st{};
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+  auto text = read_all(fd.get(), "read", rel, 1 << 20);
+  if (!text) return std::nullopt;
+  return *text;
+}
+
+bool is_dir_beneath(int root, const std::string& rel) {
+  Fd fd(sys::openat2(root, rel.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC, 0, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS));
+  return static_cast<bool>(fd);
+}
+
+// `path` (absolute, or relative to `base`, an absolute directory) made
+// absolute and lexically normal; then relative to `root` when strictly
+// inside it, else nullopt.
+std::optional<std::string> inside(const std::string& root, const std::string& base, std::string_view path) {
+  std::string full = path.starts_with('/') ? std::string(path) : base + "/" + std::string(path);
+  std::vector<std::string> parts;
+  std::string_view rest = full;
+  while (!rest.empty()) {
+    const std::size_t slash = rest.find('/');
+    const std::string_view part = rest.substr(0, slash);
+    rest = slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
+    if (part.empty() || part == ".") continue;
+    if (part == "..") {
+      if (!parts.empty()) parts.pop_back();
+      continue;
+    }
+    parts.emplace_back(part);
+  }
+  std::string norm;
+  for (const auto& part : parts) norm += "/" + part;
+  const std::string r = without_slash(root);
+  if (r == "/") return norm.size() > 1 ? std::optional(norm.substr(1)) : std::nullopt;
+  if (!below(norm, r)) return std::nullopt;
+  return norm.substr(r.size() + 1);
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return out;
+}
+
+std::string trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return std::string(s);
+}
+
+// A value as git reads it: quotes joined, escapes undone, a comment ends it.
+std::string config_value(std::string_view v) {
+  std::string out, pending_space;
+  bool quoted = false;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const char c = v[i];
+    if (!quoted && (c == '#' || c == ';')) break;
+    if (c == '"') {
+      quoted = !quoted;
+      continue;
+    }
+    if (c == '\\' && i + 1 < v.size()) {
+      const char e = v[++i];
+      out += pending_space;
+      pending_space.clear();
+      out += e == 'n' ? '\n' : e == 't' ? '\t' : e;
+      continue;
+    }
+    if (!quoted && (c == ' ' || c == '\t')) {
+      if (!out.empty()) pending_space += c;
+      continue;
+    }
+    out += pending_space;
+    pending_space.clear();
+    out += c;
+  }
+  return out;
+}
+
+// core.hooksPath in a git config file's text (the last one wins), or "".
+// include.path and includeIf are not followed (docs/hardening.md).
+std::string hooks_path(std::string_view text) {
+  std::string found, section;
+  while (!text.empty()) {
+    const std::size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+    while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
+    if (line.starts_with('[')) {
+      const std::size_t close = line.find(']');
+      if (close == std::string_view::npos) continue;
+      section = lower(trim(line.substr(1, close - 1)));
+      line = line.substr(close + 1);  // "[core] hooksPath = x" is one line to git
+      while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
+    }
+    if (section != "core") continue;
+    const std::size_t eq = line.find('=');
+    if (eq == std::string_view::npos) continue;
+    if (lower(trim(line.substr(0, eq))) == "hookspath") found = config_value(line.substr(eq + 1));
+  }
+  return found;
+}
+
+}  // namespace
+
+std::vector<std::string> git_protected_paths(const std::vector<std::string>& roots, const std::string& home) {
+  std::vector<std::string> out;
+  auto add = [&](const std::string& root, const std::string& rel) {
+    const std::string abs = without_slash(root) == "/" ? "/" + rel : without_slash(root) + "/" + rel;
+    if (std::find(out.begin(), out.end(), abs) == out.end()) out.push_back(abs);
+  };
+  // The user's own config files, read as git reads them for every repository.
+  std::vector<std::string> global;
+  {
+    std::vector<std::string> files;
+    if (const char* x = std::getenv("XDG_CONFIG_HOME"); x && *x == '/') files.push_back(std::string(x) + "/git/config");
+    if (home.starts_with('/')) {
+      files.push_back(home + "/.config/git/config");
+      files.push_back(home + "/.gitconfig");
+    }
+    for (const auto& f : files) {
+      Fd fd(::open(f.c_str(), O_RDONLY | O_CLOEXEC));
+      if (!fd) continue;
+      if (auto text = read_all(fd.get(), "read", f, 1 << 20)) global.push_back(*text);
+    }
+  }
+  for (const auto& root : roots) {
+    Fd top(sys::openat2(AT_FDCWD, root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC, 0, RESOLVE_NO_SYMLINKS));
+    if (!top) continue;
+    const std::string r = without_slash(root);
+    // The git directory: .git itself, or where a .git file points.
+    std::string gitdir = ".git";
+    if (auto file = read_beneath(top.get(), ".git")) {
+      if (!file->starts_with("gitdir:")) continue;
+      const std::string target = trim(std::string_view(*file).substr(7, file->find('\n') - 7));
+      auto in = inside(root, r, target);
+      if (!in) continue;  // outside every writable root: read-only there anyway
+      gitdir = *in;
+      for (const char* p : {"hooks", "config", "commondir", "config.worktree", "info/attributes"})
+        if (read_beneath(top.get(), gitdir + "/" + p) || is_dir_beneath(top.get(), gitdir + "/" + p))
+          add(root, gitdir + "/" + p);
+    } else if (!is_dir_beneath(top.get(), ".git")) {
+      continue;
+    }
+    // A commondir already there: config and hooks come from that directory.
+    std::string common = gitdir;
+    if (auto c = read_beneath(top.get(), gitdir + "/commondir")) {
+      auto in = inside(root, r + "/" + gitdir, trim(std::string_view(*c).substr(0, c->find('\n'))));
+      if (in) {
+        common = *in;
+        add(root, common + "/hooks");
+        add(root, common + "/config");
+      }
+    }
+    // core.hooksPath, relative to the worktree's top (where hooks run).
+    std::vector<std::string> texts = global;
+    if (auto t = read_beneath(top.get(), common + "/config")) texts.push_back(*t);
+    std::string hooks;
+    for (const auto& t : texts)
+      if (auto h = hooks_path(t); !h.empty()) hooks = h;
+    if (!hooks.empty()) {
+      std::optional<std::string> in;
+      if (hooks.starts_with("~/") && home.starts_with('/')) in = inside(root, home, hooks.substr(2));
+      else if (!hooks.starts_with('~')) in = inside(root, r, hooks);
+      if (in) add(root, *in);
+    }
+    // The git directories of submodules (<common>/modules/NAME, NAME may
+    // hold '/') and of linked worktrees (<common>/worktrees/NAME): their
+    // config, hooks and commondir as the main one's, where they exist.
+    int budget = 256;
+    auto module_dirs = [&](auto& self, const std::string& dir, int depth) -> void {
+      if (depth > 6 || budget <= 0) return;
+      Fd d(sys::openat2(top.get(), dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0,
+                        RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS));
+      if (!d) return;
+      std::unique_ptr<DIR, int (*)(DIR*)> entries(::fdopendir(d.get()), ::closedir);
+      if (!entries) return;
+      (void)d.release();
+      while (dirent* e = ::readdir(entries.get())) {
+        const std::string n = e->d_name;
+        if (n == "." || n == ".." || --budget <= 0) continue;
+        const std::string sub = dir + "/" + n;
+        if (!is_dir_beneath(top.get(), sub)) continue;
+        if (read_beneath(top.get(), sub + "/HEAD")) {
+          for (const char* p : {"hooks", "config", "commondir", "config.worktree"})
+            if (read_beneath(top.get(), sub + "/" + p) || is_dir_beneath(top.get(), sub + "/" + p))
+              add(root, sub + "/" + p);
+          self(self, sub + "/modules", depth + 1);
+        } else {
+          self(self, sub, depth + 1);
+        }
+      }
+    };
+    module_dirs(module_dirs, common + "/modules", 0);
+    module_dirs(module_dirs, common + "/worktrees", 5);
   }
   return out;
 }

@@ -130,6 +130,16 @@ std::vector<ProtectedPathState> scan_protected(const Policy& policy);
 // workspace and each --writable DIR.
 std::vector<std::string> writable_roots(const Policy& policy);
 
+// The paths git runs code from in each writable root beyond the default
+// set (host lookups, through no symlink, never above a root): the hooks and
+// config of the git directory a `.git` file names (git init
+// --separate-git-dir), of an existing commondir's target, of each submodule
+// (<gitdir>/modules/...) and linked worktree (<gitdir>/worktrees/...), and
+// core.hooksPath (from the repository's config and the user's, ~/.gitconfig
+// and $XDG_CONFIG_HOME/git/config) where it lies inside the root. Absolute,
+// each strictly inside its root, for Policy::protect.
+std::vector<std::string> git_protected_paths(const std::vector<std::string>& roots, const std::string& home);
+
 // credentials_to_hide(), the host lookup of the defaults, is beside
 // sockets_to_hide() in policy/sockets.hpp.
 

@@ -1,0 +1,189 @@
+// The attack review of protected paths (issue 14): routes to code that git
+// runs later which the first tests did not try. Each test lets a hostile
+// command (and, where it says so, a hostile workspace) try, then looks at
+// the host.
+#include "harness.hpp"
+
+#include <catch2/catch_test_macros.hpp>
+
+#include <sys/stat.h>
+
+#include <string>
+#include <vector>
+
+using namespace nsrun_test;
+
+namespace {
+
+bool git_installed() { return run({"sh", "-c", "command -v git"}).exit_code == 0; }
+
+RunResult git_in(const std::string& dir, const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {"git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "-C", dir};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run(argv);
+}
+
+// Prints one line for each protected thing the command managed to write.
+constexpr std::string_view mount_tricks =
+    "umount .git/hooks 2>/dev/null && echo unmounted\n"
+    "umount -l .git/hooks 2>/dev/null && echo lazily-unmounted\n"
+    "umount .git/info 2>/dev/null && echo unmounted-seal\n"
+    "mount --move .git/hooks /tmp 2>/dev/null && echo moved\n"
+    "mount -t tmpfs none .git/hooks 2>/dev/null && echo over-mounted\n"
+    "unshare -Urm sh -c 'umount -l .git/hooks; umount -l .git/info; echo x > .git/info/attributes' 2>/dev/null && "
+    "echo nested-unmount\n"
+    "echo x > .git/hooks/pre-commit 2>/dev/null && echo hook-written\n"
+    "echo x > .git/info/attributes 2>/dev/null && echo attributes-created\n"
+    "true\n";
+
+// The /proc/self/fd and openat2 spellings of a path below a sealed
+// directory, from a program (sh has neither).
+constexpr std::string_view fd_routes = R"PY(
+import ctypes, os
+def out(s): print(s, flush=True)
+fd = os.open('.git/info', os.O_PATH | os.O_DIRECTORY)
+for name, f in [('proc-fd', lambda: open('/proc/self/fd/%d/attributes' % fd, 'w')),
+                ('openat', lambda: os.open('attributes', os.O_CREAT | os.O_WRONLY, dir_fd=fd)),
+                ('mkdirat', lambda: os.mkdir('attributes', dir_fd=fd)),
+                ('symlinkat', lambda: os.symlink('/etc/passwd', 'attributes', dir_fd=fd)),
+                ('proc-cwd-dotdot', lambda: open('/proc/self/cwd/.git/hooks/../info/attributes', 'w'))]:
+    try:
+        f(); out('created-by-' + name)
+    except OSError:
+        pass
+# openat2(dirfd, "attributes", {O_CREAT|O_WRONLY, 0644, RESOLVE_BENEATH}) (syscall 437).
+class How(ctypes.Structure):
+    _fields_ = [('flags', ctypes.c_uint64), ('mode', ctypes.c_uint64), ('resolve', ctypes.c_uint64)]
+libc = ctypes.CDLL(None, use_errno=True)
+how = How(os.O_CREAT | os.O_WRONLY, 0o644, 0x08)
+if libc.syscall(437, fd, b'attributes', ctypes.byref(how), ctypes.sizeof(how)) >= 0: out('created-by-openat2')
+)PY";
+
+}  // namespace
+
+TEST_CASE("attack: the command cannot unmount, move or cover a protected path's mount", "[attack][protect]") {
+  require_userns();
+  TempDir ws("atk-mount");
+  make_dir(ws / ".git");
+  make_dir(ws / ".git/hooks");
+  make_dir(ws / ".git/info");
+  RunResult r = nsrun({"--", "sh", "-c", std::string(mount_tricks)}, at(ws));
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == "");
+  CHECK_FALSE(file_exists(ws / ".git/hooks/pre-commit"));
+  CHECK_FALSE(file_exists(ws / ".git/info/attributes"));
+}
+
+TEST_CASE("attack: /proc/self/fd of an O_PATH fd, openat2 and /proc/self/cwd/.. reach no sealed name",
+          "[attack][protect]") {
+  require_userns();
+  if (!file_exists("/usr/bin/python3")) unavailable("python3", "/usr/bin/python3 is not installed");
+  TempDir ws("atk-fd");
+  make_dir(ws / ".git");
+  make_dir(ws / ".git/hooks");
+  make_dir(ws / ".git/info");
+  write_file(ws / "routes.py", fd_routes);
+  RunResult r = nsrun({"--", "/usr/bin/python3", ws / "routes.py"}, at(ws));
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == "");
+  CHECK_FALSE(file_exists(ws / ".git/info/attributes"));
+}
+
+// git reads $GIT_DIR/commondir in any git directory, the main one too: a
+// path there makes git take its config and hooks from that directory
+// instead (and $GIT_DIR/config.worktree, once a sparse checkout enabled
+// extensions.worktreeConfig). Either one written by the command is
+// core.fsmonitor, run by the user's next `git status`.
+TEST_CASE("attack: .git/commondir and .git/config.worktree are protected, reported in direct mode and "
+          "refused at commit",
+          "[attack][protect]") {
+  require_userns();
+  if (!git_installed()) unavailable("git", "git is not installed");
+  TempDir ws("atk-commondir");
+  REQUIRE(git_in(ws.path(), {"init", "-q"}).exit_code == 0);
+  RunResult r = nsrun({"--report", ws / "r.json", "--", "sh", "-c",
+                       "cp -r .git evil && printf '[core]\\n\\tfsmonitor = \"echo PWNED\"\\n' >> evil/config && "
+                       "echo ../evil > .git/commondir; echo '[core] fsmonitor = echo PWNED' > .git/config.worktree"},
+                      at(ws));
+  INFO(r.err);
+  // Direct mode cannot stop the creation of a name directly in .git (git
+  // makes its lock files there); it says so, on stderr and in the report.
+  CHECK(r.err.find("nsrun: protected path " + ws / ".git/commondir" + ": created during the run") !=
+        std::string::npos);
+  CHECK(r.err.find("nsrun: protected path " + ws / ".git/config.worktree" + ": created during the run") !=
+        std::string::npos);
+  CHECK(read_file(ws / "r.json").find("\"path\":\"" + ws / ".git/commondir" + "\",\"kept\":\"not-kept\","
+                                                                              "\"operation\":\"created\"") !=
+        std::string::npos);
+
+  // The copy-on-write workspace: refused at commit, nothing applied for them.
+  TempDir cow("atk-commondir-cow"), state("atk-state");
+  REQUIRE(git_in(cow.path(), {"init", "-q"}).exit_code == 0);
+  RunOptions o = at(cow);
+  o.env = {"XDG_STATE_HOME=" + state.path(), "HOME=" + state.path(), "XDG_RUNTIME_DIR=", "XDG_CONFIG_HOME="};
+  RunResult c = nsrun({"--workspace-mode", "cow", "--", "sh", "-c",
+                       "echo ../evil > .git/commondir; echo '[core] fsmonitor = echo PWNED' > .git/config.worktree; "
+                       "echo fine > ok.txt"},
+                      o);
+  INFO(c.err);
+  REQUIRE(c.exit_code == 0);
+  const std::size_t at_id = c.err.find("nsrun: run ");
+  REQUIRE(at_id != std::string::npos);
+  const std::string id = c.err.substr(at_id + 11, 12);
+  RunResult commit = nsrun({"commit", id}, o);
+  INFO(commit.out << commit.err);
+  CHECK(commit.exit_code == 1);
+  CHECK(commit.err.find("nsrun: protected path .git/commondir: not committed") != std::string::npos);
+  CHECK(commit.err.find("nsrun: protected path .git/config.worktree: not committed") != std::string::npos);
+  CHECK_FALSE(file_exists(cow / ".git/commondir"));
+  CHECK_FALSE(file_exists(cow / ".git/config.worktree"));
+  CHECK(read_file(cow / "ok.txt") == "fine\n");
+}
+
+// A workspace whose hooks are not at .git/hooks: husky and others set
+// core.hooksPath to a directory in the worktree (.husky/_), and
+// `git init --separate-git-dir` / submodules make .git a file naming the
+// real git directory. The hooks and config git really uses are protected.
+TEST_CASE("attack: core.hooksPath and a .git file's gitdir inside the workspace are protected", "[attack][protect]") {
+  require_userns();
+  if (!git_installed()) unavailable("git", "git is not installed");
+  TempDir ws("atk-hookspath");
+  REQUIRE(git_in(ws.path(), {"init", "-q", "--separate-git-dir", ws / "realgit"}).exit_code == 0);
+  REQUIRE(git_in(ws.path(), {"config", "core.hooksPath", ".husky/_"}).exit_code == 0);
+  make_dir(ws / ".husky");
+  make_dir(ws / ".husky/_");
+  write_file(ws / ".husky/_/pre-commit", "#!/bin/sh\nexit 0\n", 0755);
+  make_dir(ws / "realgit/modules");
+  REQUIRE(run({"cp", "-r", ws / "realgit", ws / "realgit-copy"}).exit_code == 0);
+  REQUIRE(run({"mv", ws / "realgit-copy", ws / "realgit/modules/sub"}).exit_code == 0);
+  const std::string config = read_file(ws / "realgit/config");
+  const std::string sub_config = read_file(ws / "realgit/modules/sub/config");
+  RunResult r = nsrun({"--", "sh", "-c",
+                       "echo 'echo pwned' > .husky/_/pre-commit 2>/dev/null && echo wrote-hookspath-hook\n"
+                       "echo 'echo pwned' > .husky/_/post-checkout 2>/dev/null && echo new-hookspath-hook\n"
+                       "echo 'echo pwned' > realgit/hooks/pre-commit 2>/dev/null && echo wrote-gitdir-hook\n"
+                       "echo '[core] fsmonitor = echo pwned' >> realgit/config 2>/dev/null && echo wrote-gitdir-config\n"
+                       "echo '[core] fsmonitor = echo pwned' >> realgit/modules/sub/config 2>/dev/null && "
+                       "echo wrote-submodule-config\n"
+                       "echo 'echo pwned' > realgit/modules/sub/hooks/pre-commit 2>/dev/null && "
+                       "echo wrote-submodule-hook\n"
+                       "echo 'gitdir: elsewhere' > .git 2>/dev/null && echo rewrote-dotgit\n"
+                       "echo x > f && git add f && echo git-add-ok\n"
+                       "true"},
+                      at(ws));
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == "git-add-ok\n");
+  CHECK(read_file(ws / ".husky/_/pre-commit") == "#!/bin/sh\nexit 0\n");
+  CHECK_FALSE(file_exists(ws / ".husky/_/post-checkout"));
+  CHECK_FALSE(file_exists(ws / "realgit/hooks/pre-commit"));
+  CHECK(read_file(ws / "realgit/config") == config);
+  CHECK(read_file(ws / "realgit/modules/sub/config") == sub_config);
+  CHECK_FALSE(file_exists(ws / "realgit/modules/sub/hooks/pre-commit"));
+  // --protect-defaults none drops these with the rest.
+  RunResult off = nsrun({"--protect-defaults", "none", "--", "sh", "-c", "echo 'echo ok' > .husky/_/pre-commit"}, at(ws));
+  CHECK(off.exit_code == 0);
+  CHECK(read_file(ws / ".husky/_/pre-commit") == "echo ok\n");
+}
