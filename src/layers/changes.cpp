@@ -140,6 +140,8 @@ Result<Fd> open_parent(int root, std::string_view rel, std::string& name) {
 
 // ---------------------------------------------------------------- patch
 
+constexpr off_t max_patch_file = off_t{16} << 20;
+
 struct FileState {
   uint32_t mode = 0;    // git's: 0100644, 0100755, 0120000
   std::string data;     // contents, or the link target
@@ -156,6 +158,9 @@ Result<std::optional<FileState>> read_state(int dir, const std::string& name, co
   if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return fail(sys_error("stat", shown));
   auto mode = git_mode(st);
   if (!mode) return std::optional<FileState>();
+  // The command chooses the sizes: a sparse 64 GiB file must not be read
+  // into memory to print a patch (it is listed as not in the patch).
+  if (S_ISREG(st.st_mode) && st.st_size > max_patch_file) return std::optional<FileState>();
   FileState f;
   f.mode = *mode;
   if (S_ISLNK(st.st_mode)) {
@@ -250,7 +255,8 @@ bool binary(const std::optional<FileState>& f) {
 void emit_pair(std::string& out, const std::string& path, const Pair& p) {
   const std::string a = quote_path("a/" + path), b = quote_path("b/" + path);
   if (p.special || binary(p.before) || binary(p.after)) {
-    out += fmt::format("# nsrun: {} is binary or special and is not in this patch (nsrun commit applies it)\n",
+    out += fmt::format("# nsrun: {} is binary, special or over 16 MiB and is not in this patch (nsrun commit applies "
+                       "it)\n",
                        quote_path(path));
     return;
   }
@@ -405,7 +411,11 @@ Result<void> apply(int upper, int lower, const Change& c) {
         // Only its mode; what is inside has entries of its own.
         struct stat st{};
         if (::fstatat(ud->get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return fail(sys_error("stat", c.path));
-        if (::fchmodat(hd->get(), name.c_str(), st.st_mode & 07777, 0) != 0) return fail(sys_error("chmod", c.path));
+        // Through an fd opened with O_NOFOLLOW: fchmodat() follows a
+        // symlink the host put there since (commit --force skips the check).
+        auto host_dir = open_dir_at(hd->get(), name, c.path);
+        if (!host_dir) return fail(host_dir.error());
+        if (::fchmod(host_dir->get(), st.st_mode & 07777) != 0) return fail(sys_error("chmod", c.path));
         return {};
       }
       if (auto r = install(ud->get(), hd->get(), name, c.path); !r) return r;

@@ -92,7 +92,10 @@ Result<void> remove_tree(int dir, const std::string& name, const std::string& sh
   }
   // overlayfs leaves work/work at mode 0; the command may have made its
   // own directories unreadable.
-  if ((st.st_mode & 0700) != 0700) (void)::fchmodat(dir, name.c_str(), (st.st_mode & 07777) | 0700, 0);
+  // AT_SYMLINK_NOFOLLOW: a running command may swap the directory for a
+  // symlink between the stat and the chmod (discard of a live run).
+  if ((st.st_mode & 0700) != 0700)
+    (void)::fchmodat(dir, name.c_str(), (st.st_mode & 07777) | 0700, AT_SYMLINK_NOFOLLOW);
   auto sub = open_dir_at(dir, name, shown);
   if (!sub) return fail(sub.error());
   struct stat inner{};

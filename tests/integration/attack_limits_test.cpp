@@ -1,0 +1,3 @@
+#include "harness.hpp"
+
+#include <catch2/catch_test_macros.hpp>
