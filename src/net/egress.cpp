@@ -38,6 +38,11 @@ constexpr int handshake_ms = 30000;
 constexpr int connect_ms = 15000;
 // Connections and DNS queries served at once; beyond, new ones are closed.
 constexpr int max_workers = 512;
+// Decisions the report lists one by one; past them, one entry per outcome
+// counts the rest (the command chooses how many: a loop of refused DNS
+// queries must not grow nsrun's memory without bound). --network-log still
+// streams every one.
+constexpr std::size_t max_listed_decisions = 4096;
 
 std::string now_rfc3339() {
   timespec ts{};
@@ -158,18 +163,20 @@ json::Value to_json(const Decision& d) {
   v.set("decision", d.decision);
   v.set("reason", d.reason.empty() ? json::Value() : json::Value(d.reason));
   v.set("rule", d.rule.empty() ? json::Value() : json::Value(d.rule));
+  if (d.count != 1) v.set("count", static_cast<int64_t>(d.count));
   return v;
 }
 
 json::Value network_section(const std::vector<Decision>& decisions) {
   json::Value out = json::Value::object();
   out.set("mode", "proxy");
-  int allowed = 0, denied = 0, failed = 0;
+  int64_t allowed = 0, denied = 0, failed = 0;
   json::Value list = json::Value::array();
   for (const auto& d : decisions) {
-    allowed += d.decision == "allowed";
-    denied += d.decision == "denied";
-    failed += d.decision == "failed";
+    const auto n = static_cast<int64_t>(d.count);
+    allowed += d.decision == "allowed" ? n : 0;
+    denied += d.decision == "denied" ? n : 0;
+    failed += d.decision == "failed" ? n : 0;
     list.push_back(to_json(d));
   }
   json::Value totals = json::Value::object();
@@ -272,7 +279,23 @@ struct Egress::State {
     d.time = now_rfc3339();
     const std::lock_guard lock(mutex);
     if (config.log_fd >= 0) (void)send_line(json::dump(to_json(d), false) + "\n");
-    decisions.push_back(std::move(d));
+    if (decisions.size() < max_listed_decisions) {
+      decisions.push_back(std::move(d));
+      return;
+    }
+    auto more = std::find_if(decisions.begin() + max_listed_decisions, decisions.end(),
+                             [&](const Decision& x) { return x.decision == d.decision; });
+    if (more == decisions.end()) {
+      Decision sum;
+      sum.time = d.time;
+      sum.protocol = "*";
+      sum.host = "*";
+      sum.decision = d.decision;
+      sum.reason = "not-listed";
+      sum.count = 0;
+      more = decisions.insert(decisions.end(), std::move(sum));
+    }
+    ++more->count;
   }
   bool send_line(std::string_view line) {
     while (!line.empty()) {
