@@ -59,7 +59,9 @@ enum class ProtectMatch {
 
 // Whether `rel` (a path relative to a writable root, normalised as above;
 // "" is the root itself) is protected by `set` (as protected_paths() gives,
-// relative entries only). Pure; this is what `nsrun commit` asks per file.
+// relative entries only), names compared without ASCII case (a
+// case-insensitive workspace reaches .git as .GIT). Pure; this is what
+// `nsrun commit` asks per file.
 ProtectMatch match_protected(std::string_view rel, std::span<const std::string> set);
 
 // The protected paths of one writable root, relative to it: every relative

@@ -182,6 +182,15 @@ TEST_CASE("attack: core.hooksPath and a .git file's gitdir inside the workspace 
   CHECK(read_file(ws / "realgit/config") == config);
   CHECK(read_file(ws / "realgit/modules/sub/config") == sub_config);
   CHECK_FALSE(file_exists(ws / "realgit/modules/sub/hooks/pre-commit"));
+  // The Landlock rung cannot keep them: it refuses, never runs unprotected.
+  require_landlock();
+  RunResult ll = nsrun({"--backend", "landlock", "--unprotect", ".git/hooks", "--unprotect", ".git/config", "--",
+                        "sh", "-c", "echo 'echo pwned' > .husky/_/pre-commit"},
+                       at(ws));
+  INFO(ll.err);
+  CHECK(ll.exit_code == 125);
+  CHECK(ll.err.find("landlock-cannot-express") != std::string::npos);
+  CHECK(read_file(ws / ".husky/_/pre-commit") == "#!/bin/sh\nexit 0\n");
   // --protect-defaults none drops these with the rest.
   RunResult off = nsrun({"--protect-defaults", "none", "--", "sh", "-c", "echo 'echo ok' > .husky/_/pre-commit"}, at(ws));
   CHECK(off.exit_code == 0);

@@ -191,3 +191,13 @@ TEST_CASE("Landlock: hidden credentials by reading everything beside them; prote
   REQUIRE_FALSE(prot);
   CHECK(prot.error().item.starts_with("protected path /srv/ws/.git/config"));
 }
+
+// Attack review: a workspace on a case-insensitive file system reaches
+// .git/hooks through any spelling; commit must refuse them all.
+TEST_CASE("match_protected: any case spelling of a protected path", "[unit][protect][attack]") {
+  const std::vector<std::string> set = {".git/hooks", ".envrc"};
+  CHECK(match_protected(".GIT/Hooks/pre-commit", set) == ProtectMatch::protected_);
+  CHECK(match_protected(".EnvRC", set) == ProtectMatch::protected_);
+  CHECK(match_protected(".Git", set) == ProtectMatch::ancestor);
+  CHECK(match_protected(".GIT/objects", set) == ProtectMatch::none);
+}
