@@ -199,3 +199,28 @@ TEST_CASE("attack: replaced types, hard links and odd names commit as what the c
   CHECK(read_file(ws / "a\nb") == "c");
   CHECK(read_file(ws / " -rf ") == "d");
 }
+
+// A cow dir inside a --writable root: the command must not reach its own
+// upper layer directly (where it could forge whiteouts and opaque
+// directories that commit obeys).
+TEST_CASE("attack: a cow dir inside a writable root is out of the command's reach", "[attack][cow]") {
+  require_userns();
+  TempDir ws("atk-reach"), writable("atk-reach-w");
+  write_file(ws / "keep", "k\n");
+  Layers l;
+  const std::string runs = writable / "runs";
+  RunResult r = nsrun({"--workspace-mode", "cow", "--writable", writable.path(), "--cow-dir", runs, "--", "sh", "-c",
+                       "for d in " + shell_quote(runs) + "/*/upper; do mknod \"$d/keep\" c 0 0 2>/dev/null && "
+                       "echo forged; true > \"$d/keep\" 2>/dev/null && echo wrote; done; "
+                       "touch " + shell_quote(runs) + "/x 2>/dev/null && echo wrote-base; true"},
+                      l.in(ws));
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out == "");
+  const std::size_t at = r.err.find("nsrun: run ");
+  REQUIRE(at != std::string::npos);
+  RunResult commit = nsrun({"commit", r.err.substr(at + 11, 12), "--cow-dir", runs}, l.in(ws));
+  INFO(commit.out << commit.err);
+  CHECK(commit.exit_code == 0);
+  CHECK(read_file(ws / "keep") == "k\n");
+}

@@ -64,6 +64,20 @@ while True:
     time.sleep(0.001)
 )PY";
 
+// Four threads in refused calls for ever, SIGTERM ignored: the timeout
+// must still end it while nsrun answers the flood.
+constexpr std::string_view flood_forever_py = R"PY(
+import ctypes, signal, threading
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+libc = ctypes.CDLL(None, use_errno=True)
+def loop():
+    while True: libc.syscall(250, 0, 0, 0)
+ts = [threading.Thread(target=loop) for _ in range(4)]
+for t in ts: t.start()
+print('flooding', flush=True)
+loop()
+)PY";
+
 void kill_marked(const std::string& token) {
   for (pid_t p : processes_with_marker(token)) ::kill(p, SIGKILL);
 }
@@ -113,6 +127,20 @@ void moving_target(Rung rung) {
   CHECK(gone);
 }
 
+void timeout_under_flood(Rung rung) {
+  if (!file_exists("/usr/bin/python3")) unavailable("python3", "/usr/bin/python3 is not installed");
+  TempDir ws("atk-flood-timeout");
+  write_file(ws / "flood.py", flood_forever_py);
+  const auto started = std::chrono::steady_clock::now();
+  RunResult r = nsrun(with(rung_options(rung), {"--timeout", "1", "--kill-after", "500ms", "--report", ws / "r.json", "--",
+                                                "/usr/bin/python3", ws / "flood.py"}),
+                      at(ws));
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 124);
+  CHECK(std::chrono::steady_clock::now() - started < 15s);
+  CHECK(read_file(ws / "r.json").find("\"how\":\"timeout\"") != std::string::npos);
+}
+
 }  // namespace
 
 #define ATTACK_BOTH(title, fn)                                                              \
@@ -123,3 +151,4 @@ ATTACK_BOTH("attack: 100,000 refused calls keep the report bounded and every cal
 ATTACK_BOTH("attack: a command killed while its threads wait in refused calls does not hang nsrun", die_mid_notification)
 ATTACK_BOTH("attack: a process that changes pid, group and session every millisecond still ends at the timeout",
             moving_target)
+ATTACK_BOTH("attack: a flood of refused calls does not hold off the timeout", timeout_under_flood)
