@@ -78,6 +78,26 @@ print('flooding', flush=True)
 loop()
 )PY";
 
+// PTRACE_ATTACH to, and /proc/PID/mem of, PID 1 (the reaper that owns the
+// timeout on the namespace rung) and every ancestor up to nsrun.
+constexpr std::string_view ptrace_py = R"PY(
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+def parent(p): return int(open('/proc/%d/stat' % p).read().rsplit(')', 1)[1].split()[1])
+targets, p = {1}, os.getpid()
+while True:
+    try: p = parent(p)
+    except (OSError, ValueError): break
+    if p <= 0: break
+    targets.add(p)
+for t in sorted(targets):
+    if libc.ptrace(16, t, 0, 0) == 0:
+        print('attached', t); libc.ptrace(17, t, 0, 0)
+    try: open('/proc/%d/mem' % t, 'rb').close(); print('mem', t)
+    except OSError: pass
+print('done', len(targets))
+)PY";
+
 void kill_marked(const std::string& token) {
   for (pid_t p : processes_with_marker(token)) ::kill(p, SIGKILL);
 }
@@ -141,6 +161,16 @@ void timeout_under_flood(Rung rung) {
   CHECK(read_file(ws / "r.json").find("\"how\":\"timeout\"") != std::string::npos);
 }
 
+void no_ptrace_of_the_supervisor(Rung rung) {
+  if (!file_exists("/usr/bin/python3")) unavailable("python3", "/usr/bin/python3 is not installed");
+  TempDir ws("atk-ptrace");
+  write_file(ws / "ptrace.py", ptrace_py);
+  RunResult r = nsrun(with(rung_options(rung), {"--", "/usr/bin/python3", ws / "ptrace.py"}), at(ws));
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.starts_with("done "));
+}
+
 }  // namespace
 
 #define ATTACK_BOTH(title, fn)                                                              \
@@ -152,3 +182,4 @@ ATTACK_BOTH("attack: a command killed while its threads wait in refused calls do
 ATTACK_BOTH("attack: a process that changes pid, group and session every millisecond still ends at the timeout",
             moving_target)
 ATTACK_BOTH("attack: a flood of refused calls does not hold off the timeout", timeout_under_flood)
+ATTACK_BOTH("attack: the command cannot ptrace or read the memory of PID 1 or nsrun", no_ptrace_of_the_supervisor)
