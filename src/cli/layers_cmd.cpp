@@ -191,7 +191,16 @@ int run_commands(std::string_view verb, std::span<const std::string> args) {
   options.paths = std::move(*rel);
   options.force = force;
   options.start = run->info.start;
-  options.is_protected = commit_protected;
+  // And where git really takes hooks and config from in this workspace
+  // (core.hooksPath, a .git file's gitdir, submodules), as a launch does.
+  std::vector<std::string> git_paths;
+  const char* home = std::getenv("HOME");
+  const std::string& ws = run->info.workspace;
+  for (const auto& g : git_protected_paths({ws}, home ? home : ""))
+    git_paths.push_back(g.substr(ws == "/" ? 1 : ws.size() + 1));
+  options.is_protected = [git_paths](std::string_view path) {
+    return commit_protected(path) || match_protected(path, git_paths) != ProtectMatch::none;
+  };
   auto outcome = layers::commit(run->upper.get(), run->workspace.get(), options);
   if (!outcome) return report(outcome.error());
   fmt::print("{}", layers::list(outcome->applied));

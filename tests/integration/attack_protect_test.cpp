@@ -196,3 +196,29 @@ TEST_CASE("attack: core.hooksPath and a .git file's gitdir inside the workspace 
   CHECK(off.exit_code == 0);
   CHECK(read_file(ws / ".husky/_/pre-commit") == "echo ok\n");
 }
+
+// The copy-on-write workspace: a hooks directory that does not exist yet
+// (core.hooksPath set, .husky not made) is not kept inside in direct
+// mode's terms (missing at the top of the root); commit refuses it.
+TEST_CASE("attack: commit refuses a hook made in a missing core.hooksPath directory", "[attack][protect][cow]") {
+  require_userns();
+  if (!git_installed()) unavailable("git", "git is not installed");
+  TempDir ws("atk-hooks-cow"), state("atk-hooks-state");
+  REQUIRE(git_in(ws.path(), {"init", "-q"}).exit_code == 0);
+  REQUIRE(git_in(ws.path(), {"config", "core.hooksPath", ".husky/_"}).exit_code == 0);
+  RunOptions o = at(ws);
+  o.env = {"XDG_STATE_HOME=" + state.path(), "HOME=" + state.path(), "XDG_RUNTIME_DIR=", "XDG_CONFIG_HOME="};
+  RunResult c = nsrun({"--workspace-mode", "cow", "--", "sh", "-c",
+                       "mkdir -p .husky/_ && echo 'echo pwned' > .husky/_/pre-commit && echo fine > ok.txt"},
+                      o);
+  INFO(c.err);
+  REQUIRE(c.exit_code == 0);
+  const std::size_t at_id = c.err.find("nsrun: run ");
+  REQUIRE(at_id != std::string::npos);
+  RunResult commit = nsrun({"commit", c.err.substr(at_id + 11, 12)}, o);
+  INFO(commit.out << commit.err);
+  CHECK(commit.exit_code == 1);
+  CHECK(commit.err.find("nsrun: protected path .husky") != std::string::npos);
+  CHECK_FALSE(file_exists(ws / ".husky/_/pre-commit"));
+  CHECK(read_file(ws / "ok.txt") == "fine\n");
+}
