@@ -7,6 +7,7 @@
 
 #include <catch2/catch_test_macros.hpp>
 
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -223,4 +224,27 @@ TEST_CASE("attack: a cow dir inside a writable root is out of the command's reac
   INFO(commit.out << commit.err);
   CHECK(commit.exit_code == 0);
   CHECK(read_file(ws / "keep") == "k\n");
+}
+
+// nsrun killed at any moment of a cow launch: the workspace is the lower
+// layer and is never written, so nothing appears in it, and the next
+// launch still works.
+TEST_CASE("attack: nsrun killed at random moments of cow launches leaves the workspace as it was", "[attack][cow]") {
+  require_userns();
+  TempDir ws("atk-cow-kill");
+  write_file(ws / "keep", "k\n");
+  Layers l;
+  for (int i = 0; i < 40; ++i) {
+    Process p({nsrun_path(), "--workspace-mode", "cow", "--", "sh", "-c", "echo x > new; echo ready; exec sleep 60"},
+              l.in(ws));
+    if (i % 2 == 1) p.wait_for_line("ready");
+    p.signal(SIGKILL);
+    p.wait();
+  }
+  RunResult list = run({"ls", "-A", ws.path()});
+  CHECK(list.out == "keep\n");
+  CHECK(read_file(ws / "keep") == "k\n");
+  RunResult again = nsrun({"--workspace-mode", "cow", "--", "cat", "keep"}, l.in(ws));
+  CHECK(again.exit_code == 0);
+  CHECK(again.out == "k\n");
 }
