@@ -474,7 +474,25 @@ std::vector<std::string> git_protected_paths(const std::vector<std::string>& roo
       std::optional<std::string> in;
       if (hooks.starts_with("~/") && home.starts_with('/')) in = inside(root, home, hooks.substr(2));
       else if (!hooks.starts_with('~')) in = inside(root, r, hooks);
-      if (in) add(root, *in);
+      if (in) {
+        add(root, *in);
+        // husky 9: the stubs in .husky/_ run the scripts in .husky itself.
+        const std::size_t slash = in->rfind('/');
+        if (slash != std::string::npos && in->substr(slash + 1) == "_") add(root, in->substr(0, slash));
+      }
+    }
+    // Hook managers whose installed hook runs what a worktree file says:
+    // that file decides what the user's next commit runs.
+    {
+      const std::string hooks_dir = common + "/hooks";
+      std::string installed;
+      for (const char* h : {"pre-commit", "commit-msg", "pre-push", "post-checkout"})
+        if (auto t = read_beneath(top.get(), hooks_dir + "/" + h)) installed += *t;
+      if (installed.find("pre-commit.com") != std::string::npos || installed.find("pre_commit") != std::string::npos)
+        add(root, ".pre-commit-config.yaml");
+      if (installed.find("lefthook") != std::string::npos)
+        for (const char* f : {"lefthook.yml", ".lefthook.yml", "lefthook-local.yml", ".lefthook-local.yml", ".lefthook"})
+          add(root, f);
     }
     // The git directories of submodules (<common>/modules/NAME, NAME may
     // hold '/') and of linked worktrees (<common>/worktrees/NAME): their
