@@ -23,6 +23,19 @@ RunResult git_in(const std::string& dir, const std::vector<std::string>& args) {
   return run(argv);
 }
 
+// Runs `script` in a copy-on-write workspace `ws` (layers under `state`)
+// and commits the run; the commit's result.
+RunResult cow_then_commit(const TempDir& ws, const TempDir& state, const std::string& script) {
+  RunOptions o = at(ws);
+  o.env = {"XDG_STATE_HOME=" + state.path(), "HOME=" + state.path(), "XDG_RUNTIME_DIR=", "XDG_CONFIG_HOME="};
+  RunResult c = nsrun({"--workspace-mode", "cow", "--", "sh", "-c", script}, o);
+  INFO(c.err);
+  REQUIRE(c.exit_code == 0);
+  const std::size_t at_id = c.err.find("nsrun: run ");
+  REQUIRE(at_id != std::string::npos);
+  return nsrun({"commit", c.err.substr(at_id + 11, 12)}, o);
+}
+
 // Prints one line for each protected thing the command managed to write.
 constexpr std::string_view mount_tricks =
     "umount .git/hooks 2>/dev/null && echo unmounted\n"
@@ -121,18 +134,9 @@ TEST_CASE("attack: .git/commondir and .git/config.worktree are protected, report
   // The copy-on-write workspace: refused at commit, nothing applied for them.
   TempDir cow("atk-commondir-cow"), state("atk-state");
   REQUIRE(git_in(cow.path(), {"init", "-q"}).exit_code == 0);
-  RunOptions o = at(cow);
-  o.env = {"XDG_STATE_HOME=" + state.path(), "HOME=" + state.path(), "XDG_RUNTIME_DIR=", "XDG_CONFIG_HOME="};
-  RunResult c = nsrun({"--workspace-mode", "cow", "--", "sh", "-c",
-                       "echo ../evil > .git/commondir; echo '[core] fsmonitor = echo PWNED' > .git/config.worktree; "
-                       "echo fine > ok.txt"},
-                      o);
-  INFO(c.err);
-  REQUIRE(c.exit_code == 0);
-  const std::size_t at_id = c.err.find("nsrun: run ");
-  REQUIRE(at_id != std::string::npos);
-  const std::string id = c.err.substr(at_id + 11, 12);
-  RunResult commit = nsrun({"commit", id}, o);
+  RunResult commit = cow_then_commit(cow, state, "echo ../evil > .git/commondir; "
+                                                "echo '[core] fsmonitor = echo PWNED' > .git/config.worktree; "
+                                                "echo fine > ok.txt");
   INFO(commit.out << commit.err);
   CHECK(commit.exit_code == 1);
   CHECK(commit.err.find("nsrun: protected path .git/commondir: not committed") != std::string::npos);
@@ -206,16 +210,8 @@ TEST_CASE("attack: commit refuses a hook made in a missing core.hooksPath direct
   TempDir ws("atk-hooks-cow"), state("atk-hooks-state");
   REQUIRE(git_in(ws.path(), {"init", "-q"}).exit_code == 0);
   REQUIRE(git_in(ws.path(), {"config", "core.hooksPath", ".husky/_"}).exit_code == 0);
-  RunOptions o = at(ws);
-  o.env = {"XDG_STATE_HOME=" + state.path(), "HOME=" + state.path(), "XDG_RUNTIME_DIR=", "XDG_CONFIG_HOME="};
-  RunResult c = nsrun({"--workspace-mode", "cow", "--", "sh", "-c",
-                       "mkdir -p .husky/_ && echo 'echo pwned' > .husky/_/pre-commit && echo fine > ok.txt"},
-                      o);
-  INFO(c.err);
-  REQUIRE(c.exit_code == 0);
-  const std::size_t at_id = c.err.find("nsrun: run ");
-  REQUIRE(at_id != std::string::npos);
-  RunResult commit = nsrun({"commit", c.err.substr(at_id + 11, 12)}, o);
+  RunResult commit =
+      cow_then_commit(ws, state, "mkdir -p .husky/_ && echo 'echo pwned' > .husky/_/pre-commit && echo fine > ok.txt");
   INFO(commit.out << commit.err);
   CHECK(commit.exit_code == 1);
   CHECK(commit.err.find("nsrun: protected path .husky") != std::string::npos);
