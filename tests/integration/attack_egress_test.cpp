@@ -38,7 +38,11 @@ def evil(s, log):
         c, _ = s.accept()
         with open(log, 'a') as f: f.write('reached\n')
         c.close()
+def hold(s):
+    held = []
+    while True: held.append(s.accept()[0])
 threading.Thread(target=web, args=(listen('198.18.0.1', 80),), daemon=True).start()
+threading.Thread(target=hold, args=(listen('198.18.0.1', 81),), daemon=True).start()
 for port in (80, 443):
     threading.Thread(target=evil, args=(listen('198.18.0.2', port), sys.argv[2]), daemon=True).start()
 open(sys.argv[1], 'w').write('ok\n')
@@ -123,28 +127,61 @@ for s in held: s.close()
 out('after', ask(b'GET http://web.test/ HTTP/1.1\r\nHost: web.test\r\n\r\n'))
 )PY";
 
+// More open tunnels than nsrun has descriptors for (its soft limit is set
+// to 1024 by the test), then a daemon in its own session; the command
+// ignores SIGTERM and waits.
+constexpr std::string_view tunnels_py = R"PY(
+import os, resource, signal, socket, sys, time
+hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+tun, last = [], ''
+for i in range(700):
+    try:
+        s = socket.create_connection(('127.0.0.1', 3128), timeout=5)
+        s.sendall(b'CONNECT web.test:81 HTTP/1.1\r\n\r\n')
+        r = s.recv(100)
+    except OSError as e:
+        last = 'error'; break
+    if not r.startswith(b'HTTP/1.1 200'):
+        last = r.split(b'\r\n', 1)[0].decode(); break
+    tun.append(s)
+print('tunnels=%d last=%s' % (len(tun), last), flush=True)
+if os.fork() == 0:
+    os.setsid(); os.execv('/bin/sleep', ['sleep', '300', sys.argv[1]])
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+time.sleep(300)
+)PY";
+
+// Runs `nsrun_args -- python3 client` in the test's own network namespace
+// with the servers up; `before` is shell run just before nsrun.
+RunResult in_world(const TempDir& dir, const std::string& nsrun_args, const std::string& client,
+                   const std::string& before = "") {
+  for (const char* tool : {"/usr/bin/unshare", "/usr/sbin/ip", "/usr/bin/python3"})
+    if (::access(tool, X_OK) != 0) unavailable("egress", std::string(tool) + " is missing");
+  write_file(dir / "servers.py", servers_py);
+  const std::string q = shell_quote(dir.path());
+  const std::string script = "set -e; ip link set lo up; ip addr add 198.18.0.1/32 dev lo; "
+                             "ip addr add 198.18.0.2/32 dev lo; mkfifo " + q + "/ready; /usr/bin/python3 " + q +
+                             "/servers.py " + q + "/ready " + q + "/evil.log & server=$!; read x < " + q +
+                             "/ready; set +e; " + before + shell_quote(nsrun_path()) + " " + nsrun_args +
+                             " -- /usr/bin/python3 " + client + "; rc=$?; kill $server; exit $rc";
+  RunOptions o = at(dir);
+  o.timeout = 240s;
+  return run({"unshare", "--user", "--map-root-user", "--net", "--", "/bin/sh", "-c", script}, o);
+}
+
 }  // namespace
 
 TEST_CASE("attack: proxy and DNS tricks never reach a denied host; floods keep nsrun bounded and serving",
           "[attack][egress]") {
   require_userns();
-  for (const char* tool : {"/usr/bin/unshare", "/usr/sbin/ip", "/usr/bin/python3"})
-    if (::access(tool, X_OK) != 0) unavailable("egress", std::string(tool) + " is missing");
   TempDir dir("atk-egress");
-  write_file(dir / "servers.py", servers_py);
   write_file(dir / "client.py", client_py);
   const std::string q = shell_quote(dir.path());
-  const std::string nsrun_cmd = shell_quote(nsrun_path()) +
-                                " --network proxy --allow-host web.test --resolve-host web.test=198.18.0.1"
-                                " --resolve-host evil.test=198.18.0.2 --report " + q + "/r.json --network-log " + q +
-                                "/net.log -- /usr/bin/python3 " + q + "/client.py";
-  const std::string script = "set -e; ip link set lo up; ip addr add 198.18.0.1/32 dev lo; "
-                             "ip addr add 198.18.0.2/32 dev lo; mkfifo " + q + "/ready; /usr/bin/python3 " + q +
-                             "/servers.py " + q + "/ready " + q + "/evil.log & server=$!; read x < " + q +
-                             "/ready; set +e; " + nsrun_cmd + "; rc=$?; kill $server; exit $rc";
-  RunOptions o = at(dir);
-  o.timeout = 240s;
-  RunResult r = run({"unshare", "--user", "--map-root-user", "--net", "--", "/bin/sh", "-c", script}, o);
+  RunResult r = in_world(dir,
+                         "--network proxy --allow-host web.test --resolve-host web.test=198.18.0.1"
+                         " --resolve-host evil.test=198.18.0.2 --report " + q + "/r.json --network-log " + q + "/net.log",
+                         q + "/client.py");
   INFO(r.out << r.err);
   CHECK(r.exit_code == 0);
   // The verdict: nothing reached evil.test's server.
@@ -175,4 +212,26 @@ TEST_CASE("attack: proxy and DNS tricks never reach a denied host; floods keep n
   const std::size_t denied = report.find("\"denied\":");
   REQUIRE(denied != std::string::npos);
   CHECK(std::stol(report.substr(denied + 9)) >= 20000);
+}
+
+TEST_CASE("attack: more tunnels than nsrun has descriptors fail closed, and the timeout still ends everything",
+          "[attack][egress]") {
+  require_userns();
+  TempDir dir("atk-tunnels");
+  write_file(dir / "tunnels.py", tunnels_py);
+  const std::string q = shell_quote(dir.path());
+  const std::string token = unique_token("atk-tunnels");
+  RunResult r = in_world(dir,
+                         "--network proxy --allow-host web.test --resolve-host web.test=198.18.0.1 --timeout 3 "
+                         "--kill-after 500ms --report " + q + "/r.json",
+                         q + "/tunnels.py " + token, "ulimit -Sn 1024; ");
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 124);
+  // Some hundreds of tunnels, then a refusal (or a close) once nsrun ran
+  // out: never a crash, never a way around the proxy.
+  CHECK(r.out.find("tunnels=") != std::string::npos);
+  CHECK(r.out.find("last=HTTP/1.1 2") == std::string::npos);
+  CHECK(read_file(dir / "r.json").find("\"how\":\"timeout\"") != std::string::npos);
+  CHECK(eventually([&] { return processes_with_marker(token).empty(); }));
+  CHECK_FALSE(file_exists(dir / "evil.log"));
 }
