@@ -149,6 +149,12 @@ FilterSpec filter_spec(const FilterKey& key) {
     // above.
     for (auto name : {"io_uring_setup", "io_uring_enter", "io_uring_register"})
       add_always(r, name, "io_uring: operations that bypass seccomp (setxattr among them)");
+    // No PID namespace: prlimit(2) reaches every process of the same uid,
+    // nsrun and the user's shell included (lowering nsrun's RLIMIT_CPU
+    // killed it, and with it the timeout). Only pid 0, the caller itself,
+    // stays; any other value of the 64-bit register is refused.
+    add_always(r, "prlimit64", "prlimit on another process: the host's processes, no PID namespace on this rung",
+               ArgMatch{0, ~uint64_t{0}, 0, true});
     if (key.deny_inet) add_deny_inet(r);
   }
   if (key.deny_unix) {
@@ -205,6 +211,12 @@ FilterSpec filter_spec(const FilterKey& key) {
 
   add(r, "socket", "AF_VSOCK reaches the hypervisor and other guests, outside any network namespace", EPERM,
       low32_equals(0, AF_VSOCK));
+
+  // prlimit(2) on another process of the same uid: the sandbox's PID 1
+  // (nsrun's reaper) here; on the Landlock rung it is one of the rung's
+  // own rules.
+  if (!key.landlock)
+    add(r, "prlimit64", "prlimit on another process (the sandbox's PID 1)", EPERM, ArgMatch{0, ~uint64_t{0}, 0, true});
 
   if (!key.nested_userns) {
     // A nested user namespace gives back every capability (over its own

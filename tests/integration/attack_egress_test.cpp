@@ -56,9 +56,9 @@ P = ('127.0.0.1', 3128)
 def out(k, v): print('%s=%s' % (k, v), flush=True)
 def ask(raw):
     s = socket.create_connection(P, timeout=10)
+    data = b''
     try:
         s.sendall(raw)
-        data = b''
         while True:
             d = s.recv(65536)
             if not d: break
@@ -192,7 +192,8 @@ TEST_CASE("attack: proxy and DNS tricks never reach a denied host; floods keep n
     CHECK(r.out.find(std::string(refused) + "=HTTP/1.1 4") != std::string::npos);
   }
   CHECK(r.out.find("smuggle=HTTP/1.1 200") != std::string::npos);  // the allowed host got both requests
-  CHECK(r.out.find("huge_head=HTTP/1.1 4") != std::string::npos);
+  // Refused with 400, or reset while still sending (the answer then lost).
+  CHECK((r.out.find("huge_head=HTTP/1.1 4") != std::string::npos || r.out.find("huge_head=closed") != std::string::npos));
   for (const char* refused : {"socks5_nul", "socks5_colon", "socks5_port"}) {
     INFO(refused);
     CHECK(r.out.find(std::string(refused) + "=2\n") != std::string::npos);

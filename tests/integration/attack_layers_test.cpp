@@ -9,6 +9,7 @@
 
 #include <signal.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <string>
@@ -26,8 +27,17 @@ struct Layers {
     o.env = {"XDG_STATE_HOME=" + state.path(), "HOME=" + state.path(), "XDG_RUNTIME_DIR="};
     return o;
   }
-  // Runs `script` in a cow workspace and returns the run id.
+  // Runs `script` in a cow workspace and returns the run id. First waits
+  // until the coarse clock run start times come from is past every file
+  // the test just wrote, so commit sees none as changed by the host.
   std::string run_cow(const TempDir& ws, const std::string& script) const {
+    struct timespec made{};
+    ::clock_gettime(CLOCK_REALTIME, &made);
+    CHECK(eventually([&] {
+      struct timespec coarse{};
+      ::clock_gettime(CLOCK_REALTIME_COARSE, &coarse);
+      return coarse.tv_sec > made.tv_sec || (coarse.tv_sec == made.tv_sec && coarse.tv_nsec > made.tv_nsec);
+    }));
     RunResult r = nsrun({"--workspace-mode", "cow", "--", "sh", "-c", script}, in(ws));
     INFO(r.out << r.err);
     REQUIRE(r.exit_code == 0);

@@ -98,6 +98,26 @@ for t in sorted(targets):
 print('done', len(targets))
 )PY";
 
+// prlimit(2) on each ancestor (nsrun, the test, the user's shell on the
+// Landlock rung, which has no PID namespace): lowering nsrun's RLIMIT_CPU
+// killed it, and its timeout with it. The command's own limits (pid 0)
+// stay its business.
+constexpr std::string_view prlimit_py = R"PY(
+import os, resource
+def parent(p): return int(open('/proc/%d/stat' % p).read().rsplit(')', 1)[1].split()[1])
+p, changed = os.getpid(), []
+while True:
+    try: p = parent(p)
+    except (OSError, ValueError): break
+    if p <= 0: break
+    try:
+        soft, hard = resource.prlimit(p, resource.RLIMIT_CORE)
+        resource.prlimit(p, resource.RLIMIT_CORE, (soft, hard)); changed.append(p)
+    except OSError: pass
+resource.setrlimit(resource.RLIMIT_NOFILE, (64, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+print('changed', changed, 'own', resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+)PY";
+
 void kill_marked(const std::string& token) {
   for (pid_t p : processes_with_marker(token)) ::kill(p, SIGKILL);
 }
@@ -171,6 +191,16 @@ void no_ptrace_of_the_supervisor(Rung rung) {
   CHECK(r.out.starts_with("done "));
 }
 
+void no_prlimit_of_others(Rung rung) {
+  if (!file_exists("/usr/bin/python3")) unavailable("python3", "/usr/bin/python3 is not installed");
+  TempDir ws("atk-prlimit");
+  write_file(ws / "prlimit.py", prlimit_py);
+  RunResult r = nsrun(with(rung_options(rung), {"--", "/usr/bin/python3", ws / "prlimit.py"}), at(ws));
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == "changed [] own 64\n");
+}
+
 }  // namespace
 
 #define ATTACK_BOTH(title, fn)                                                              \
@@ -183,3 +213,4 @@ ATTACK_BOTH("attack: a process that changes pid, group and session every millise
             moving_target)
 ATTACK_BOTH("attack: a flood of refused calls does not hold off the timeout", timeout_under_flood)
 ATTACK_BOTH("attack: the command cannot ptrace or read the memory of PID 1 or nsrun", no_ptrace_of_the_supervisor)
+ATTACK_BOTH("attack: the command cannot change the limits of nsrun or any process outside", no_prlimit_of_others)
