@@ -155,6 +155,16 @@ FilterSpec filter_spec(const FilterKey& key) {
     // stays; any other value of the 64-bit register is refused.
     add_always(r, "prlimit64", "prlimit on another process: the host's processes, no PID namespace on this rung",
                ArgMatch{0, ~uint64_t{0}, 0, true});
+    // The same for scheduling: priority, CPU affinity, policy and I/O
+    // priority of another process (or of all the user's: PRIO_USER,
+    // IOPRIO_WHO_USER) slow the user's processes outside.
+    constexpr std::string_view sched = "scheduling of another process: the host's processes, no PID namespace on this rung";
+    for (auto name : {"sched_setaffinity", "sched_setscheduler", "sched_setparam", "sched_setattr"})
+      add_always(r, name, sched, ArgMatch{0, ~uint64_t{0}, 0, true});
+    for (auto name : {"setpriority", "ioprio_set"}) {
+      add_always(r, name, sched, ArgMatch{1, ~uint64_t{0}, 0, true});
+      add_always(r, name, sched, low32_equals(0, name == std::string_view("setpriority") ? 2 : 3));  // the whole user
+    }
     if (key.deny_inet) add_deny_inet(r);
   }
   if (key.deny_unix) {
