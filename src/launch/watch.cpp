@@ -8,12 +8,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 
 #include <fmt/format.h>
 
 #include "ns/outcome.hpp"
 #include "ns/reaper.hpp"
+#include "seccomp/precompiled.hpp"
 #include "sys/fd.hpp"
 #include "sys/timeline.hpp"
 
@@ -39,6 +41,25 @@ Verdict watch(const WatchSetup& s) {
   SandboxWords words;
   DenialLog log(s.notify_spec);
   bool listener_open = true;
+  std::optional<WriteLog> writes;
+  if (s.writes) writes.emplace(*s.writes);
+  bool tmpdir_known = false;
+  // One listener at most (the kernel allows one per task): the notifying
+  // variant's, which refuses and (with --watch-writes) observes, or the
+  // watch's own. Each notification goes where its registers say: only a
+  // watched call the rules do not refuse is continued.
+  auto active = [&]() -> const Fd& { return words.listener ? words.listener : words.watch_listener; };
+  auto serve = [&](int fd) {
+    Notification n = Notification::receive(fd);
+    if (!n) return errno == EINTR || errno == ENOENT;
+    const seccomp_notif& call = n.get();
+    const std::string_view name = precompiled_syscall_name(call.data.nr);
+    std::array<uint64_t, 6> args{};
+    for (std::size_t i = 0; i < args.size(); ++i) args[i] = call.data.args[i];
+    if (writes && !name.empty() && watch_continues(log.spec(), name, args)) writes->answer(fd, call);
+    else log.answer(fd, call);
+    return true;
+  };
   bool timed_out = false;
   bool killed = false;
   uint64_t deadline_ns = s.timeout_ms ? start_ns + *s.timeout_ms * 1'000'000 : 0;
@@ -60,12 +81,16 @@ Verdict watch(const WatchSetup& s) {
     if (pid < 0 && errno == ECHILD) break;
 
     receive_words(s.words_fd, words);
+    if (writes && !tmpdir_known && !words.private_tmpdir.empty()) {
+      tmpdir_known = true;
+      writes->set_private_tmpdir(words.private_tmpdir);
+    }
     pollfd fds[3];
     nfds_t n = 0;
     fds[n++] = pollfd{sigfd.get(), POLLIN, 0};
-    const int listener = words.listener && listener_open ? words.listener.get() : -1;
+    const int listener = active() && listener_open ? active().get() : -1;
     if (listener >= 0) fds[n++] = pollfd{listener, POLLIN, 0};
-    if (s.words_fd >= 0 && !words.closed && !words.listener) fds[n++] = pollfd{s.words_fd, POLLIN, 0};
+    if (s.words_fd >= 0 && !words.closed && !active()) fds[n++] = pollfd{s.words_fd, POLLIN, 0};
 
     int wait_ms = -1;
     if (deadline_ns != 0) {
@@ -100,7 +125,7 @@ Verdict watch(const WatchSetup& s) {
               sent_by_a_process(info.ssi_code))
             ::kill(s.child, static_cast<int>(info.ssi_signo));
       } else if (fds[i].fd == listener) {
-        if ((fds[i].revents & POLLIN) != 0) log.serve(listener);
+        if ((fds[i].revents & POLLIN) != 0) serve(listener);
         else if ((fds[i].revents & (POLLHUP | POLLERR)) != 0) listener_open = false;
       }
     }
@@ -108,13 +133,19 @@ Verdict watch(const WatchSetup& s) {
   v.usage.wall_us = (Timeline::now_ns() - start_ns) / 1000;
   receive_words(s.words_fd, words);
   // Calls still queued when the child ended: answered, and counted.
-  if (words.listener) {
-    pollfd p{words.listener.get(), POLLIN, 0};
-    while (::poll(&p, 1, 0) > 0 && (p.revents & POLLIN) != 0 && log.serve(words.listener.get())) {
+  if (active()) {
+    pollfd p{active().get(), POLLIN, 0};
+    while (::poll(&p, 1, 0) > 0 && (p.revents & POLLIN) != 0 && serve(active().get())) {
     }
   }
   v.denials_observed = words.listener.valid();
   v.denials = log.denials();
+  if (writes) {
+    v.writes_watched = true;
+    v.writes_observed = active().valid();
+    v.writes_outside = writes->attempts();
+    v.writes_outside_dropped = writes->dropped();
+  }
 
   v.usage.user_us = micros(ru.ru_utime);
   v.usage.sys_us = micros(ru.ru_stime);
@@ -149,6 +180,7 @@ std::string verdict_line(const Verdict& v) {
   if (!v.started || v.ended.code == 0) return {};
   std::vector<std::string> parts;
   if (!v.denials.empty()) parts.push_back(summarise(v.denials));
+  if (!v.writes_outside.empty()) parts.push_back(summarise(v.writes_outside, v.writes_outside_dropped));
   if (v.ended.how == "timeout") parts.push_back("the timeout");
   if (v.ended.how == "oom") parts.push_back("the memory limit (OOM kill)");
   if (v.ended.how == "rlimit") parts.push_back(fmt::format("the {} rlimit", v.ended.limit));
