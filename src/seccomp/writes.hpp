@@ -1,32 +1,33 @@
 // --watch-writes (issue 15): the command's write-intent calls, observed.
 //
-// A second seccomp filter, loaded before the default one, sends every
-// write-intent call (open* with a write or create flag, creat, mkdir*,
-// mknod*, unlink*, rmdir, rename*, link*, symlink*, *chmod*, *chown*,
-// truncate) to nsrun's second listener, which reads the path the command
-// named, resolves it as the command sees it (its cwd or dirfd through
-// /proc/PID/cwd and /proc/PID/fd/N) and ALWAYS answers
+// The command's write-intent calls (open* with a write or create flag,
+// creat, mkdir*, mknod*, unlink*, rmdir, rename*, link*, symlink*,
+// *chmod*, *chown*, truncate) are sent to nsrun, which reads the path the
+// command named, resolves it as the command sees it (its cwd or dirfd
+// through /proc/PID/cwd and /proc/PID/fd/N) and answers
 // SECCOMP_USER_NOTIF_FLAG_CONTINUE: the call then runs exactly as it would
 // have without the watch, against the mounts and the Landlock ruleset.
 //
 // Why it decides nothing:
 //  - The path is read from the command's memory while the call waits; any
 //    other thread of the command may rewrite it before the kernel reads it
-//    (a TOCTOU the seccomp(2) manual names). So the path is an observation,
-//    never a reason: nsrun never answers anything but "continue".
-//  - Filter precedence: the kernel runs every filter and takes the most
-//    restrictive action; an errno (the plain default filter) outranks a
-//    notification. Between two notifications (the default filter's
-//    notifying variant and this one) the one met first, newest filter
-//    first, wins (kernel/seccomp.c, seccomp_run_filters(): a later filter's
-//    action replaces the current one only when strictly lower). So this
-//    filter is loaded BEFORE the default one: a call both refuse and watch
-//    (chmod on the Landlock rung) reaches the denial listener, is answered
-//    with its errno and counted as a refusal, never continued.
-//  - Calls of another ABI are let through here (the default filter refuses
-//    them); plain reads (open without O_WRONLY|O_RDWR|O_CREAT|O_TRUNC) never
-//    leave the kernel: the flags are tested in BPF. openat2 keeps its flags
-//    in memory, so every openat2 is sent and the flags read there.
+//    (the TOCTOU seccomp_unotify(2) warns of). So the path is an
+//    observation, never a reason.
+//  - One listener per task: a second SECCOMP_FILTER_FLAG_NEW_LISTENER in
+//    a task's filter chain fails with EBUSY (kernel/seccomp.c,
+//    has_duplicate_listener()). So the watch's rules join the default
+//    filter's notifying variant (notify_watch_spec()), and nsrun tells a
+//    refusal from an observation by the call's number and registers, as
+//    the filter saw them: watch_continues() continues only a watched call
+//    no refusing rule matches; everything else gets its errno.
+//  - Without a notifying variant (--seccomp log, none) the watch is a
+//    filter of its own with the listener, loaded before the plain one: the
+//    kernel keeps the most restrictive action of all filters, and an errno
+//    outranks a notification.
+//  - Calls of another ABI pass the watch (the default filter refuses them);
+//    plain reads (open without O_WRONLY|O_RDWR|O_CREAT|O_TRUNC) never leave
+//    the kernel: the flags are tested in BPF. openat2 keeps its flags in
+//    memory, so every openat2 is sent and the flags read there.
 #pragma once
 
 #include <sys/types.h>
