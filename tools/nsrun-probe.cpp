@@ -1131,13 +1131,15 @@ int cmd_write_race(Args a) {
   return kExitOk;
 }
 
-// N opens for writing (and closes) of PATH, timed: the per-call cost.
+// N opens for writing (or, with `ro`, for reading) and closes of PATH,
+// timed: the per-call cost.
 int cmd_open_loop(Args a) {
   long n = atol(a.v[1]);
+  const int flags = a.n > 2 && strcmp(a.v[2], "ro") == 0 ? O_RDONLY | O_CLOEXEC : O_WRONLY | O_CREAT | O_CLOEXEC;
   timespec t0{}, t1{};
   clock_gettime(CLOCK_MONOTONIC, &t0);
   for (long i = 0; i < n; ++i) {
-    int fd = open(a.v[0], O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    int fd = open(a.v[0], flags, 0644);
     if (fd < 0) return refused(errno);
     close(fd);
   }
@@ -1214,7 +1216,7 @@ constexpr Subcommand kSubcommands[] = {
     // --watch-writes (tests/integration/watch_writes_test.cpp, docs/bench.md).
     {"write-at", "DIR NAME", 2, 2, cmd_write_at},
     {"write-race", "PATH_A PATH_B N", 3, 3, cmd_write_race},
-    {"open-loop", "PATH N", 2, 2, cmd_open_loop},
+    {"open-loop", "PATH N [ro]", 2, 3, cmd_open_loop},
 };
 
 void print_usage() {
