@@ -241,4 +241,8 @@ TEST_CASE("--watch-writes needs somewhere to show what it saw, and a sandbox", "
   RunResult f = nsrun_test::nsrun({"--mode", "full-access", "--verdict", "--watch-writes", "--", "true"}, at(ws));
   CHECK(f.exit_code == 125);
   CHECK(f.err.starts_with("nsrun: --watch-writes: full-access"));
+  // Native only: the bwrap dialect keeps bwrap's options and wording.
+  RunResult b = nsrun_test::nsrun({"bwrap", "--ro-bind", "/", "/", "--watch-writes", "true"}, at(ws));
+  CHECK(b.exit_code == 1);
+  CHECK(b.err == "bwrap: Unknown option --watch-writes\n");
 }
