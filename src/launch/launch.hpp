@@ -5,7 +5,6 @@
 
 #include <functional>
 #include <signal.h>
-#include <sys/capability.h>
 
 #include <optional>
 #include <string>
@@ -15,6 +14,7 @@
 #include "mount/plan.hpp"
 #include "policy/limits.hpp"
 #include "net/egress.hpp"
+#include "ns/credentials.hpp"
 #include "policy/policy.hpp"
 #include "seccomp/filter.hpp"
 #include "sys/error.hpp"
