@@ -13,16 +13,11 @@ namespace {
 using namespace nsrun;
 using namespace nsrun::landlock;
 
-Policy workspace(std::string ws) {
-  Policy p;
-  p.mode = Mode::workspace_write;
-  p.workspace = std::move(ws);
-  return p;
-}
-
 TEST_CASE("Landlock plan: listed directories are marked, the rest and the hidden ones are not",
           "[unit][landlock][startup]") {
-  Policy p = workspace("/srv/ws");
+  Policy p;
+  p.mode = Mode::workspace_write;
+  p.workspace = "/srv/ws";
   p.hidden_paths = {"/home/u/.npmrc", "/home/u/.ssh/"};
   Inputs in;
   in.listings = {{"/", {"home/", "usr/", "vmlinuz"}},
