@@ -4,8 +4,11 @@
 
 #include <catch2/catch_test_macros.hpp>
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <string>
 
 using namespace nsrun_test;
@@ -62,6 +65,54 @@ TEST_CASE("startup: symlinks beside a hidden credential read what their targets 
       CHECK(read_file(home / ".npmrc") == "NPM-SECRET\n");
     }
   }
+}
+
+// The threads of process `pid` (its /proc status), 0 when unreadable.
+int threads_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.starts_with("Threads:")) return std::stoi(line.substr(8));
+  return 0;
+}
+
+// Opens the fifo for writing (the sandbox's `read` is its reader) and
+// closes it: the reader sees end of file and goes on.
+void release(const std::string& fifo) {
+  const int fd = ::open(fifo.c_str(), O_WRONLY | O_CLOEXEC);
+  REQUIRE(fd >= 0);
+  ::close(fd);
+}
+
+// --network proxy starts its thread at the first connection or query, not
+// at every launch: before it nsrun has one thread, after it more, and the
+// connection is served (nsrun connect reaches the proxy and is refused by
+// the allow-list, which only the proxy can say).
+TEST_CASE("startup: the egress proxy's thread starts at the first connection", "[startup][egress]") {
+  require_userns();
+  TempDir ws("su-proxy");
+  const std::string go = ws / "go";
+  const std::string end = ws / "end";
+  REQUIRE(::mkfifo(go.c_str(), 0600) == 0);
+  REQUIRE(::mkfifo(end.c_str(), 0600) == 0);
+  // A copy in the workspace: the sandbox's private /tmp would hide one
+  // under /tmp (the test runner's copies are there).
+  const std::string self = ws / "nsrun";
+  write_file(self, read_file(nsrun_path()), 0755);
+  const std::string script = "echo ready; read x < go; " + shell_quote(self) +
+                             " connect other.invalid 80 </dev/null; echo \"connected $?\"; read x < end; exit 0";
+  Process p({nsrun_path(), "--network", "proxy", "--allow-host", "example.invalid", "--", "sh", "-c", script}, at(ws));
+  p.wait_for_line("ready");
+  CHECK(threads_of(p.pid()) == 1);
+  release(go);
+  const std::string line = p.wait_for_line("connected");
+  CHECK(line != "connected 0");
+  CHECK(threads_of(p.pid()) >= 2);
+  release(end);
+  RunResult r = p.wait();
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.err.find("other.invalid") != std::string::npos);
 }
 
 }  // namespace
