@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -58,6 +59,10 @@ struct WatchSetup {
   std::vector<RlimitSetting> rlimits;  // to name an rlimit behind SIGXCPU / SIGXFSZ
   FilterSpec notify_spec;              // the notifying filter's rules: each answer's errno
   std::optional<WriteScope> writes;    // --watch-writes: where this rung lets the command write
+  // Polled until one is readable, then `wake` is called once (the egress
+  // proxy's thread starts on demand, issue 16).
+  std::vector<int> wake_fds;
+  std::function<void()> wake;
 };
 
 // Waits for `child` to end (it was started with the launch's signals
