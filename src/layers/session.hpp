@@ -9,6 +9,7 @@
 #include <ctime>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "policy/policy.hpp"
 #include "sys/error.hpp"
@@ -22,6 +23,11 @@ struct RunInfo {
   std::string dir;        // <run base>/<id>
   std::string workspace;  // the real workspace: the lower layer
   struct timespec start{};  // coarse real time before the overlay was made
+  // The run's effective protected set, relative to the workspace (its
+  // --protect / --unprotect / --protect-defaults as the launch applied
+  // them): what `nsrun commit` refuses. Empty optional: run.json has no
+  // valid set (an older nsrun wrote it), and commit refuses everything.
+  std::optional<std::vector<std::string>> protected_set;
 };
 
 class Session {
@@ -53,7 +59,11 @@ class Session {
   std::optional<Work> home_work_;
 };
 
-// The run layer `id` under `base`; fails when there is none.
+// The run layer `id` under `base`; fails when there is none, and when its
+// run.json is not one nsrun wrote: not a regular file of the caller's with
+// mode 0600 and one link, an unknown or missing field, an id that is not
+// the directory's, a workspace that is not absolute, a protected entry
+// that is not a normal relative path (fail closed: a commit needs it).
 Result<RunInfo> find_run(const std::string& base, const std::string& id);
 
 // Run ids are 12 lowercase hexadecimal digits.
