@@ -128,10 +128,15 @@ Result<Session> Session::open(const Policy& policy) {
 }
 
 void Session::close() {
-  for (auto* w : {&run_work_, &home_work_}) {
-    if (!*w) continue;
-    (void)remove_tree((*w)->parent.get(), (*w)->name, (*w)->shown);
-    w->reset();
+  // The run layer's work directory stays (unlocked) until the caller
+  // removes the run (`nsrun discard`): no other launch ever mounts this layer,
+  // and removing its five directories (overlayfs's work/work and, with
+  // `volatile`, incompat/volatile/dirty) on a busy file system cost a cow
+  // launch more than its whole sandbox set-up (docs/bench.md).
+  run_work_.reset();
+  if (home_work_) {
+    (void)remove_tree(home_work_->parent.get(), home_work_->name, home_work_->shown);
+    home_work_.reset();
   }
 }
 

@@ -39,7 +39,8 @@ class Session {
   const std::string& run_id() const { return policy_.layers.run_id; }
   bool home_layer() const { return !policy_.layers.home_layer.upper.empty(); }
 
-  // After the run: the per-launch work directories go (best effort).
+  // After the run: the home layer's work directory goes (best effort); the
+  // run layer's stays, unlocked, until `nsrun discard`.
   void close();
 
   Session(Session&&) = default;
