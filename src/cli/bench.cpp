@@ -314,7 +314,7 @@ std::string bench_usage() {
       "                         --vs bwrap (bwrap's equivalent of workspace-write),\n"
       "                         --vs unshare (util-linux unshare, namespaces only)\n"
       "  --baseline ROW         row the ratios are against (default: the first --vs\n"
-      "                         peer, else bare)\n"
+      "                         peer, else bare, else the first row)\n"
       "  --rows LIST            nsrun's own rows to run, comma-separated, from\n"
       "                         bare,floor,read-only,workspace-write,network-none,\n"
       "                         network-proxy,landlock,limits,cow\n"
@@ -407,7 +407,12 @@ int bench_main(std::span<const std::string> args) {
     rows.push_back(peer_row(a, ws, spec, taken));
     if (!first_peer) first_peer = rows.back().name;
   }
-  if (!a.baseline_given) a.options.baseline = first_peer.value_or("bare");
+  // Without a peer the baseline is bare, or the first row when --rows
+  // leaves bare out (`--rows workspace-write,cow` compares the two).
+  if (!a.baseline_given) {
+    a.options.baseline = first_peer.value_or("bare");
+    if (!first_peer && !wanted(a, "bare") && !rows.empty()) a.options.baseline = rows.front().name;
+  }
   if (std::none_of(rows.begin(), rows.end(), [&](const bench::Row& r) { return r.name == a.options.baseline; })) {
     fmt::print(stderr, "nsrun: bench: --baseline: no row named '{}'\n", printable(a.options.baseline));
     return 125;
