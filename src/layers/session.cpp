@@ -160,8 +160,10 @@ Result<RunInfo> find_run(const std::string& base, const std::string& id) {
   // is not trusted to say where to commit and what to refuse.
   struct stat st{};
   if (::fstatat(run.get(), run_file, &st, AT_SYMLINK_NOFOLLOW) != 0) return fail(sys_error("stat", shown));
-  if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 07777) != 0600 || st.st_nlink != 1)
-    return bad("not a regular file of the caller's with mode 0600 and one link (not written by nsrun)");
+  // (0600 as written, less whatever the umask took; never a group or
+  // other bit.)
+  if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 07077) != 0 || st.st_nlink != 1)
+    return bad("not a regular file of the caller's, private to them, with one link (not written by nsrun)");
   auto text = read_at(run.get(), run_file, shown);
   if (!text) return fail(text.error());
   auto v = json::parse(*text);

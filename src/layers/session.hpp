@@ -61,8 +61,8 @@ class Session {
 };
 
 // The run layer `id` under `base`; fails when there is none, and when its
-// run.json is not one nsrun wrote: not a regular file of the caller's with
-// mode 0600 and one link, an unknown or missing field, an id that is not
+// run.json is not one nsrun wrote: not a regular file of the caller's
+// without group or other permissions and with one link, an unknown or missing field, an id that is not
 // the directory's, a workspace that is not absolute, a protected entry
 // that is not a normal relative path (fail closed: a commit needs it).
 Result<RunInfo> find_run(const std::string& base, const std::string& id);
