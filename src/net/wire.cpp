@@ -212,25 +212,64 @@ std::optional<DnsQuery> parse_dns_query(std::string_view p) {
   return q;
 }
 
-std::string dns_answer(std::string_view packet, const DnsQuery& q, int rcode, const std::vector<hosts::Address>& addresses) {
+std::string dns_answer(std::string_view packet, const DnsQuery& q, int rcode, const std::vector<hosts::Address>& addresses,
+                       const std::vector<std::string>& cnames) {
   std::string out;
   put16(out, q.id);
   // QR, the opcode (0), RD as asked, RA, the rcode.
   put16(out, static_cast<uint16_t>(0x8000 | (q.recursion_desired ? 0x0100 : 0) | 0x0080 | (rcode & 0xf)));
   put16(out, 1);
   std::vector<const hosts::Address*> records;
-  if (rcode == 0)
-    for (const auto& a : addresses)
-      if ((q.type == dns_a && a.v4) || (q.type == dns_aaaa && !a.v4)) records.push_back(&a);
-  put16(out, static_cast<uint16_t>(records.size()));
+  std::vector<std::string_view> chain;
+  if (rcode == 0) {
+    for (const auto& c : cnames) {
+      // A name that cannot be written as labels ends the chain there, and
+      // no address follows: the addresses belong to the chain's end.
+      if (c.empty() || c.size() > 253) return dns_answer(packet, q, dns_servfail, {});
+      chain.push_back(c);
+    }
+    if (q.type == dns_cname && chain.size() > 1) chain.resize(1);
+    if (q.type != dns_cname)
+      for (const auto& a : addresses)
+        if ((q.type == dns_a && a.v4) || (q.type == dns_aaaa && !a.v4)) records.push_back(&a);
+  }
+  put16(out, static_cast<uint16_t>(chain.size() + records.size()));
   put16(out, 0);
   put16(out, 0);
   out.append(packet.substr(12, q.question_end - 12));
+  auto ttl = [&] { out.append("\0\0\0\x3c", 4); };  // TTL 60 s: the rules may change with the next launch
+  // Each record's owner is a pointer: to the question's name first, then
+  // to the previous CNAME's target.
+  std::size_t owner = 12;
+  for (std::string_view c : chain) {
+    put16(out, static_cast<uint16_t>(0xc000 | owner));
+    put16(out, dns_cname);
+    put16(out, 1);
+    ttl();
+    const std::size_t size_at = out.size();
+    put16(out, 0);
+    owner = out.size();
+    while (true) {
+      const std::size_t dot = c.find('.');
+      const std::string_view label = c.substr(0, dot);
+      if (label.empty() || label.size() > 63) return dns_answer(packet, q, dns_servfail, {});
+      out.push_back(static_cast<char>(label.size()));
+      out.append(label);
+      if (dot == std::string_view::npos) break;
+      c.remove_prefix(dot + 1);
+    }
+    out.push_back('\0');
+    const std::size_t size = out.size() - owner;
+    out[size_at] = static_cast<char>(size >> 8);
+    out[size_at + 1] = static_cast<char>(size & 0xff);
+    // A pointer holds 14 bits: past that, the rest of the answer is not written.
+    if (owner > 0x3fff) return dns_answer(packet, q, dns_servfail, {});
+  }
   for (const auto* a : records) {
-    put16(out, 0xc00c);  // the name: a pointer to the question's
+    put16(out, static_cast<uint16_t>(0xc000 | owner));
     put16(out, q.type);
     put16(out, 1);
-    out.append("\0\0\0\x3c", 4);  // TTL 60 s: the rules may change with the next launch
+    ttl();
     put16(out, a->v4 ? 4 : 16);
     out.append(reinterpret_cast<const char*>(a->bytes.data()), a->v4 ? 4 : 16);
   }

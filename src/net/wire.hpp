@@ -71,11 +71,16 @@ struct DnsQuery {
 };
 inline constexpr uint16_t dns_a = 1;
 inline constexpr uint16_t dns_aaaa = 28;
-inline constexpr int dns_formerr = 1, dns_servfail = 2, dns_refused = 5;
+inline constexpr int dns_formerr = 1, dns_servfail = 2, dns_nxdomain = 3, dns_refused = 5;
+inline constexpr uint16_t dns_cname = 5;
 std::optional<DnsQuery> parse_dns_query(std::string_view packet);
 // The answer to `q` (whose bytes are `packet`): `rcode`, and for rcode 0
-// one record per address of the question's type (others are skipped).
-std::string dns_answer(std::string_view packet, const DnsQuery& q, int rcode, const std::vector<hosts::Address>& addresses);
+// the CNAME chain from the question's name (`cnames`, each the target of
+// the one before; canonical names), then one record per address of the
+// question's type, owned by the chain's end (others are skipped). A
+// CNAME question gets the first link alone.
+std::string dns_answer(std::string_view packet, const DnsQuery& q, int rcode, const std::vector<hosts::Address>& addresses,
+                       const std::vector<std::string>& cnames = {});
 // A FORMERR for a packet too broken to parse beyond its id.
 std::string dns_format_error(std::string_view packet);
 

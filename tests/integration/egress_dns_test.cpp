@@ -1,0 +1,230 @@
+// nsrun's own resolver and the DNS stub's CNAMEs (issue 13), against a
+// DNS server of the test's: no --resolve-host, so every name goes through
+// /etc/hosts and resolv.conf as nsrun reads them.
+//
+// The world: `unshare --user --map-root-user --net --mount`, so the test
+// has a network namespace with only loopback (198.18.0.1 added to it),
+// and a mount namespace where its own resolv.conf (nameserver
+// 127.0.0.53) and hosts file are bound over /etc's. nsrun runs there; no
+// packet leaves the test's namespace and the host's /etc is untouched.
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+
+#include <unistd.h>
+
+#include <map>
+#include <sstream>
+
+#include "harness.hpp"
+
+using namespace nsrun_test;
+using Catch::Matchers::ContainsSubstring;
+
+namespace {
+
+// DNS on 127.0.0.53:53 (UDP and TCP) and HTTP on 198.18.0.1:80 ("hello
+// <Host>"). The zone: CNAMEs (some to internal addresses, one loop, one
+// given without its target's address), a name answered truncated over
+// UDP, and one whose real answer follows a spoofed one from another
+// source address and one with another id. Writes "ok" to argv[1] once
+// bound.
+constexpr std::string_view dns_server_py = R"PY(
+import socket, struct, sys, threading
+A = {'web.test': '198.18.0.1', 'big.test': '198.18.0.1', 'spoof.test': '198.18.0.1', 'inner.test': '127.0.0.1',
+     'meta.test': '169.254.169.254', 'x.evil.test': '198.18.0.1', 'git.test': '198.18.0.1'}
+CNAME = {'alias.test': 'web.test', 'sneaky.test': 'inner.test', 'meta-alias.test': 'meta.test', 'onlycname.test': 'web.test',
+         'denied-alias.test': 'x.evil.test', 'loop1.test': 'loop2.test', 'loop2.test': 'loop1.test', 'two.test': 'alias.test'}
+def wire(n): return b''.join(bytes([len(l)]) + l.encode() for l in n.split('.')) + b'\0'
+def answer(p, tcp, id_xor=0, address=None):
+    i = 12; labels = []
+    while p[i]: labels.append(p[i+1:i+1+p[i]].decode()); i += 1 + p[i]
+    name = '.'.join(labels).lower(); qtype = struct.unpack('>H', p[i+1:i+3])[0]; question = p[12:i+5]
+    rrs = []; cur = name
+    for _ in range(20):
+        if cur not in CNAME: break
+        rrs.append(wire(cur) + struct.pack('>HHIH', 5, 1, 60, len(wire(CNAME[cur]))) + wire(CNAME[cur]))
+        if cur == 'onlycname.test': cur = None; break
+        cur = CNAME[cur]
+    if cur in A and qtype == 1:
+        rrs.append(wire(cur) + struct.pack('>HHIH', 1, 1, 60, 4) + socket.inet_aton(address or A[cur]))
+    flags = 0x8180 | (0 if name in A or name in CNAME else 3)
+    if name == 'big.test' and not tcp: flags |= 0x200; rrs = []
+    ident = struct.unpack('>H', p[:2])[0] ^ id_xor
+    return struct.pack('>HHHHHH', ident, flags, 1, len(rrs), 0, 0) + question + b''.join(rrs)
+def bound(kind, addr, port):
+    s = socket.socket(socket.AF_INET, kind); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind((addr, port))
+    if kind == socket.SOCK_STREAM: s.listen(64)
+    return s
+udp = bound(socket.SOCK_DGRAM, '127.0.0.53', 53); other = bound(socket.SOCK_DGRAM, '127.0.0.99', 53)
+tcp = bound(socket.SOCK_STREAM, '127.0.0.53', 53); web = bound(socket.SOCK_STREAM, '198.18.0.1', 80)
+def serve_udp():
+    while True:
+        p, peer = udp.recvfrom(4096)
+        try:
+            if b'\x05spoof\x04test' in p:
+                other.sendto(answer(p, False, 0, '198.18.0.66'), peer)
+                udp.sendto(answer(p, False, 1, '198.18.0.77'), peer)
+            udp.sendto(answer(p, False), peer)
+        except Exception as e: print('dns error', e, file=sys.stderr)
+def serve_tcp():
+    while True:
+        c, _ = tcp.accept(); data = b''
+        while len(data) < 2 or len(data) < 2 + struct.unpack('>H', data[:2])[0]:
+            d = c.recv(4096)
+            if not d: break
+            data += d
+        r = answer(data[2:], True); c.sendall(struct.pack('>H', len(r)) + r); c.close()
+def serve_web():
+    while True:
+        c, _ = web.accept(); data = b''
+        while b'\r\n\r\n' not in data:
+            d = c.recv(4096)
+            if not d: break
+            data += d
+        host = b'?'
+        for line in data.split(b'\r\n'):
+            if line.lower().startswith(b'host:'): host = line[5:].strip()
+        body = b'hello ' + host + b'\n'
+        c.sendall(b'HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n' % len(body) + body); c.close()
+for f in (serve_udp, serve_tcp, serve_web): threading.Thread(target=f, daemon=True).start()
+open(sys.argv[1], 'w').write('ok\n')
+threading.Event().wait()
+)PY";
+
+// Inside the sandbox: DNS questions to the stub and HTTP requests through
+// the proxy, one "key=result" line each.
+constexpr std::string_view dns_client_py = R"PY(
+import socket, struct, sys
+def wire(n): return b''.join(bytes([len(l)]) + l.encode() for l in n.split('.')) + b'\0'
+def name_at(p, i):
+    labels = []; end = None
+    while True:
+        l = p[i]
+        if l & 0xc0 == 0xc0:
+            if end is None: end = i + 2
+            i = ((l & 0x3f) << 8) | p[i + 1]; continue
+        if l == 0: return '.'.join(labels), (end if end is not None else i + 1)
+        labels.append(p[i+1:i+1+l].decode()); i += 1 + l
+def dns(name, qtype=1):
+    q = b'\x12\x34\1\0\0\1\0\0\0\0\0\0' + wire(name) + struct.pack('>HH', qtype, 1)
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(30); s.sendto(q, ('127.0.0.1', 53)); r = s.recv(4096)
+    rcode = r[3] & 15; count = struct.unpack('>H', r[6:8])[0]; i = name_at(r, 12)[1] + 4; out = []
+    for _ in range(count):
+        owner, i = name_at(r, i); t, c, ttl, l = struct.unpack('>HHIH', r[i:i+10]); i += 10
+        out.append(('CNAME:' + name_at(r, i)[0]) if t == 5 else ('A:' + socket.inet_ntoa(r[i:i+4])) if t == 1 else 'type%d' % t)
+        i += l
+    return '%d/%s' % (rcode, ','.join(out))
+def http(name):
+    s = socket.create_connection(('127.0.0.1', 3128), timeout=30)
+    s.sendall(b'GET http://%s/ HTTP/1.1\r\nHost: %s\r\n\r\n' % (name.encode(), name.encode())); data = b''
+    while True:
+        d = s.recv(4096)
+        if not d: break
+        data += d
+    head, _, body = data.partition(b'\r\n\r\n'); lines = head.split(b'\r\n')
+    err = [l.split(b':', 1)[1].strip().decode() for l in lines[1:] if l.lower().startswith(b'x-proxy-error:')]
+    return lines[0].split(b' ')[1].decode() + ('/' + err[0] if err else ':' + body.decode().strip())
+for n in sys.argv[1:]:
+    print('dns_%s=%s' % (n, dns(n)), flush=True)
+for n in ['alias.test', 'sneaky.test', 'meta-alias.test', 'denied-alias.test', 'spoof.test', 'hosts-only.test', 'loop1.test']:
+    print('http_%s=%s' % (n, http(n)), flush=True)
+try: print('getaddrinfo=' + socket.getaddrinfo('two.test', 80, socket.AF_INET)[0][4][0], flush=True)
+except OSError as e: print('getaddrinfo=' + str(e), flush=True)
+)PY";
+
+struct DnsWorld {
+  TempDir dir{"egress-dns"};
+  DnsWorld() {
+    write_file(dir / "server.py", dns_server_py);
+    write_file(dir / "client.py", dns_client_py);
+    // One try of one second: the loop and the spoofed answers must not
+    // make the test slow.
+    write_file(dir / "resolv.conf", "nameserver 127.0.0.53\noptions timeout:1 attempts:1\n");
+    write_file(dir / "hosts", "127.0.0.1 localhost\n198.18.0.1 hosts-only.test\n");
+  }
+  // Runs `inner` (a shell command line) in the test's namespaces with the
+  // servers up and the test's resolv.conf and hosts in /etc.
+  RunResult run(const std::string& inner) {
+    const std::string script =
+        "set -e; ip link set lo up; ip addr add 198.18.0.1/32 dev lo; "
+        "mount --bind " + shell_quote(dir / "resolv.conf") + " /etc/resolv.conf; "
+        "mount --bind " + shell_quote(dir / "hosts") + " /etc/hosts; "
+        "mkfifo " + shell_quote(dir / "ready") + "; /usr/bin/python3 " + shell_quote(dir / "server.py") + " " +
+        shell_quote(dir / "ready") + " & server=$!; read x < " + shell_quote(dir / "ready") + "; set +e; " + inner +
+        "; rc=$?; kill $server; exit $rc";
+    RunOptions opts = at(dir);
+    opts.timeout = 180s;
+    return nsrun_test::run({"unshare", "--user", "--map-root-user", "--net", "--mount", "--", "/bin/sh", "-c", script}, opts);
+  }
+};
+
+void need_tools() {
+  for (const char* tool : {"/usr/bin/unshare", "/usr/sbin/ip", "/usr/bin/python3", "/usr/bin/mount"})
+    if (::access(tool, X_OK) != 0) unavailable("egress-dns", std::string(tool) + " is missing");
+}
+
+// The output's "key=value" lines, the last one of each key winning.
+std::map<std::string, std::string> results(const std::string& out) {
+  std::map<std::string, std::string> m;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);)
+    if (const std::size_t eq = line.find('='); eq != std::string::npos) m[line.substr(0, eq)] = line.substr(eq + 1);
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("egress dns: nsrun resolves with its own resolver and the stub answers CNAME chains it checked", "[egress][egress-dns]") {
+  require_userns();
+  need_tools();
+  DnsWorld w;
+  const std::string nsrun =
+      shell_quote(nsrun_path()) + " --report " + shell_quote(w.dir / "report.json") +
+      " --network proxy --allow-host web.test --allow-host alias.test --allow-host two.test --allow-host onlycname.test"
+      " --allow-host sneaky.test --allow-host meta-alias.test --allow-host denied-alias.test --deny-host '*.evil.test'"
+      " --allow-host big.test --allow-host spoof.test --allow-host hosts-only.test --allow-host missing.test"
+      " --allow-host loop1.test -- /usr/bin/python3 " + shell_quote(w.dir / "client.py") +
+      " alias.test two.test onlycname.test sneaky.test meta-alias.test denied-alias.test big.test spoof.test hosts-only.test"
+      " missing.test loop1.test other.test";
+  auto r = w.run(nsrun);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  auto v = results(r.out);
+  // The chain, then the address of its end; the stub asked again for a
+  // target given without its address.
+  CHECK(v["dns_alias.test"] == "0/CNAME:web.test,A:198.18.0.1");
+  CHECK(v["dns_two.test"] == "0/CNAME:alias.test,CNAME:web.test,A:198.18.0.1");
+  CHECK(v["dns_onlycname.test"] == "0/CNAME:web.test,A:198.18.0.1");
+  // A CNAME to an internal address is refused like the address itself; a
+  // deny rule naming a link of the chain refuses the whole name.
+  CHECK(v["dns_sneaky.test"] == "5/");
+  CHECK(v["dns_meta-alias.test"] == "5/");
+  CHECK(v["dns_denied-alias.test"] == "5/");
+  // Truncated over UDP: asked again over TCP. Spoofed answers (another
+  // source address, another id) were dropped: the real one won.
+  CHECK(v["dns_big.test"] == "0/A:198.18.0.1");
+  CHECK(v["dns_spoof.test"] == "0/A:198.18.0.1");
+  // /etc/hosts first (the server does not know this name).
+  CHECK(v["dns_hosts-only.test"] == "0/A:198.18.0.1");
+  CHECK(v["dns_missing.test"] == "3/");
+  CHECK(v["dns_loop1.test"] == "2/");
+  CHECK(v["dns_other.test"] == "5/");
+  // The proxy judges the same way, and connects to the address it checked.
+  CHECK(v["http_alias.test"] == "200:hello alias.test");
+  CHECK(v["http_sneaky.test"] == "403/blocked-by-allowlist");
+  CHECK(v["http_meta-alias.test"] == "403/blocked-by-allowlist");
+  CHECK(v["http_denied-alias.test"] == "403/blocked-by-denylist");
+  CHECK(v["http_spoof.test"] == "200:hello spoof.test");
+  CHECK(v["http_hosts-only.test"] == "200:hello hosts-only.test");
+  CHECK_THAT(v["http_loop1.test"], Catch::Matchers::StartsWith("502"));
+  // glibc inside the sandbox follows the stub's chain.
+  CHECK(v["getaddrinfo"] == "198.18.0.1");
+
+  const std::string report = read_file(w.dir / "report.json");
+  CHECK_THAT(report, ContainsSubstring(R"("cnames":["alias.test","web.test"])"));
+  CHECK_THAT(report, ContainsSubstring(R"("address":"127.0.0.1")"));
+  CHECK_THAT(report, ContainsSubstring(R"("address":"169.254.169.254")"));
+  CHECK_THAT(report, ContainsSubstring(R"("rule":"*.evil.test")"));
+  CHECK(report.find("198.18.0.66") == std::string::npos);
+  CHECK(report.find("198.18.0.77") == std::string::npos);
+}
