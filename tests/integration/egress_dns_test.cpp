@@ -31,7 +31,7 @@ namespace {
 constexpr std::string_view dns_server_py = R"PY(
 import socket, struct, sys, threading
 A = {'web.test': '198.18.0.1', 'big.test': '198.18.0.1', 'spoof.test': '198.18.0.1', 'inner.test': '127.0.0.1',
-     'meta.test': '169.254.169.254', 'x.evil.test': '198.18.0.1', 'git.test': '198.18.0.1'}
+     'meta.test': '169.254.169.254', 'x.evil.test': '198.18.0.1', 'git.test': '198.18.0.1', 'xn--bcher-kva.test': '198.18.0.1'}
 CNAME = {'alias.test': 'web.test', 'sneaky.test': 'inner.test', 'meta-alias.test': 'meta.test', 'onlycname.test': 'web.test',
          'denied-alias.test': 'x.evil.test', 'loop1.test': 'loop2.test', 'loop2.test': 'loop1.test', 'two.test': 'alias.test'}
 def wire(n): return b''.join(bytes([len(l)]) + l.encode() for l in n.split('.')) + b'\0'
@@ -126,7 +126,8 @@ def http(name):
     return lines[0].split(b' ')[1].decode() + ('/' + err[0] if err else ':' + body.decode().strip())
 for n in sys.argv[1:]:
     print('dns_%s=%s' % (n, dns(n)), flush=True)
-for n in ['alias.test', 'sneaky.test', 'meta-alias.test', 'denied-alias.test', 'spoof.test', 'hosts-only.test', 'loop1.test']:
+for n in ['alias.test', 'sneaky.test', 'meta-alias.test', 'denied-alias.test', 'spoof.test', 'hosts-only.test', 'loop1.test',
+          'xn--bcher-kva.test', 'b\u00fccher.test', 'B\u00dcCHER.test']:
     print('http_%s=%s' % (n, http(n)), flush=True)
 try: print('getaddrinfo=' + socket.getaddrinfo('two.test', 80, socket.AF_INET)[0][4][0], flush=True)
 except OSError as e: print('getaddrinfo=' + str(e), flush=True)
@@ -183,9 +184,9 @@ TEST_CASE("egress dns: nsrun resolves with its own resolver and the stub answers
       " --network proxy --allow-host web.test --allow-host alias.test --allow-host two.test --allow-host onlycname.test"
       " --allow-host sneaky.test --allow-host meta-alias.test --allow-host denied-alias.test --deny-host '*.evil.test'"
       " --allow-host big.test --allow-host spoof.test --allow-host hosts-only.test --allow-host missing.test"
-      " --allow-host loop1.test -- /usr/bin/python3 " + shell_quote(w.dir / "client.py") +
+      " --allow-host loop1.test --allow-host 'b\xc3\xbc" "cher.test' -- /usr/bin/python3 " + shell_quote(w.dir / "client.py") +
       " alias.test two.test onlycname.test sneaky.test meta-alias.test denied-alias.test big.test spoof.test hosts-only.test"
-      " missing.test loop1.test other.test";
+      " missing.test loop1.test other.test xn--bcher-kva.test";
   auto r = w.run(nsrun);
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
@@ -217,6 +218,13 @@ TEST_CASE("egress dns: nsrun resolves with its own resolver and the stub answers
   CHECK(v["http_spoof.test"] == "200:hello spoof.test");
   CHECK(v["http_hosts-only.test"] == "200:hello hosts-only.test");
   CHECK_THAT(v["http_loop1.test"], Catch::Matchers::StartsWith("502"));
+  // A rule written in Unicode allows the name's xn-- form, in DNS and
+  // through the proxy, and the Unicode spelling too; an upper-case letter
+  // outside ASCII would need IDNA mapping: refused as a bad host.
+  CHECK(v["dns_xn--bcher-kva.test"] == "0/A:198.18.0.1");
+  CHECK(v["http_xn--bcher-kva.test"] == "200:hello xn--bcher-kva.test");
+  CHECK(v["http_b\xc3\xbc" "cher.test"] == "200:hello b\xc3\xbc" "cher.test");
+  CHECK(v["http_B\xc3\x9c" "CHER.test"] == "400/bad-host");
   // glibc inside the sandbox follows the stub's chain.
   CHECK(v["getaddrinfo"] == "198.18.0.1");
 
