@@ -145,11 +145,12 @@ struct DnsWorld {
   }
   // Runs `inner` (a shell command line) in the test's namespaces with the
   // servers up and the test's resolv.conf and hosts in /etc.
-  RunResult run(const std::string& inner) {
+  // `setup` runs first, in the namespaces, with `set -e`.
+  RunResult run(const std::string& inner, const std::string& setup = "") {
     const std::string script =
         "set -e; ip link set lo up; ip addr add 198.18.0.1/32 dev lo; "
         "mount --bind " + shell_quote(dir / "resolv.conf") + " /etc/resolv.conf; "
-        "mount --bind " + shell_quote(dir / "hosts") + " /etc/hosts; "
+        "mount --bind " + shell_quote(dir / "hosts") + " /etc/hosts; " + setup +
         "mkfifo " + shell_quote(dir / "ready") + "; /usr/bin/python3 " + shell_quote(dir / "server.py") + " " +
         shell_quote(dir / "ready") + " & server=$!; read x < " + shell_quote(dir / "ready") + "; set +e; " + inner +
         "; rc=$?; kill $server; exit $rc";
@@ -235,4 +236,99 @@ TEST_CASE("egress dns: nsrun resolves with its own resolver and the stub answers
   CHECK_THAT(report, ContainsSubstring(R"("rule":"*.evil.test")"));
   CHECK(report.find("198.18.0.66") == std::string::npos);
   CHECK(report.find("198.18.0.77") == std::string::npos);
+}
+
+namespace {
+
+// The files of the ssh world, made on the host in the test's directory:
+// a host key and a client key, the client's ~/.ssh (key, known_hosts),
+// an authorized_keys, a passwd line for the user sshd runs as, sshd's
+// config and a bare repository with one commit.
+bool make_ssh_files(const DnsWorld& w) {
+  const std::string d = w.dir.path();
+  write_file(d + "/sshd_config",
+             "ListenAddress 198.18.0.1:22\nHostKey " + d + "/hostkey\nPidFile " + d + "/sshd.pid\nAuthorizedKeysFile " + d +
+                 "/authorized_keys\n"
+                 // sshd runs unprivileged, on files the test owns: no
+                 // privilege separation chroot, no PAM, keys only.
+                 "StrictModes no\nUsePAM no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
+                 "PubkeyAuthentication yes\nAllowUsers git\n");
+  write_file(d + "/passwd", "git:x:1000:1000::" + d + ":/bin/sh\n");
+  const std::string q = shell_quote(d);
+  auto r = run({"/bin/sh", "-c",
+                "set -e; cd " + q + "; mkdir -p home/.ssh; ssh-keygen -q -t ed25519 -N '' -f hostkey; "
+                "ssh-keygen -q -t ed25519 -N '' -f home/.ssh/id_ed25519; cp home/.ssh/id_ed25519.pub authorized_keys; "
+                "echo \"git.test $(cut -d' ' -f1,2 hostkey.pub)\" > home/.ssh/known_hosts; "
+                "git init -q --bare repo.git; git -C repo.git symbolic-ref HEAD refs/heads/main; git init -q work; "
+                "git -C work -c user.email=t@t.test -c user.name=t commit -q --allow-empty -m 'served over ssh'; "
+                "git -C work push -q " + q + "/repo.git HEAD:refs/heads/main"});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  return true;
+}
+
+// In the namespaces: ports below 1024 for the test's uid (so sshd needs
+// no privilege for port 22), the client's ~/.ssh where ssh looks for it
+// (uid 0's home, /root, in the test's mount namespace only), then sshd
+// as uid 1000 of a user namespace of its own with the passwd line bound
+// over /etc/passwd in a mount namespace of its own. "sshd=ready" or
+// "sshd=failed" once it listens or died.
+std::string start_sshd(const DnsWorld& w) {
+  const std::string d = w.dir.path(), q = shell_quote(w.dir.path());
+  return "echo 0 > /proc/sys/net/ipv4/ip_unprivileged_port_start; mount --bind " + q + "/home /root; mkfifo " + q +
+         "/sshd-ready; set +e; "
+         "unshare --mount -- /bin/sh -c 'mount --bind " + d + "/passwd /etc/passwd && exec unshare --user --map-user=1000 "
+         "--map-group=1000 -- /usr/sbin/sshd -D -e -f " + d + "/sshd_config' 2>&1 | "
+         "(seen=; while read -r l; do echo \"$l\" >> " + q + "/sshd.log; case \"$l\" in *'Server listening'*) seen=1; echo ready > " +
+         q + "/sshd-ready;; esac; done; [ -n \"$seen\" ] || echo failed > " + q + "/sshd-ready) & "
+         "read sshd < " + q + "/sshd-ready; echo sshd=$sshd; set -e; ";
+}
+
+}  // namespace
+
+TEST_CASE("egress dns: git clone over ssh through nsrun connect, allowed and refused", "[egress][egress-dns][egress-ssh]") {
+  require_userns();
+  need_tools();
+  for (const char* tool : {"/usr/sbin/sshd", "/usr/bin/ssh", "/usr/bin/ssh-keygen", "/usr/bin/git"})
+    if (::access(tool, X_OK) != 0) unavailable("egress-ssh", std::string(tool) + " is missing (tools/install-deps.sh --test)");
+  DnsWorld w;
+  make_ssh_files(w);
+  // GIT_SSH_COMMAND names nsrun's own path: a copy outside /tmp (the
+  // sandbox's /tmp is its own).
+  const std::string self = w.dir / "nsrun";
+  write_file(self, read_file(nsrun_path()), 0755);
+  auto clone = [&](const std::string& rule, const std::string& tag) {
+    return "HOME=/root " + shell_quote(self) + " --network proxy --allow-host " + rule + " --allow-read /root/.ssh --report " +
+           shell_quote(w.dir / (tag + ".json")) + " -- git clone -q git@git.test:" + w.dir / "repo.git" + " clone-" + tag +
+           " 2> " + shell_quote(w.dir / (tag + ".err")) + "; echo " + tag + "_rc=$?; ";
+  };
+  auto r = w.run("if [ \"$sshd\" = ready ]; then " + clone("git.test:22", "allowed") + clone("other.test:22", "refused") +
+                     "echo log=$(git -C clone-allowed log --format=%s); kill $(cat " + shell_quote(w.dir / "sshd.pid") + "); fi",
+                 start_sshd(w));
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  auto v = results(r.out);
+  if (v["sshd"] != "ready") unavailable("egress-ssh", "sshd did not start: " + read_file(w.dir / "sshd.log"));
+  const std::string sshd_log = read_file(w.dir / "sshd.log");
+  INFO("sshd: " << sshd_log);
+  INFO("allowed: " << read_file(w.dir / "allowed.err") << "refused: " << read_file(w.dir / "refused.err"));
+  // Allowed: the clone is on the host, with the served commit, and sshd
+  // saw one login, from the proxy's address.
+  CHECK(v["allowed_rc"] == "0");
+  CHECK(v["log"] == "served over ssh");
+  CHECK_THAT(sshd_log, ContainsSubstring("Accepted publickey for git from 198.18.0.1"));
+  CHECK_THAT(read_file(w.dir / "allowed.json"),
+             ContainsSubstring(R"("protocol":"http-connect","host":"git.test","port":22,"address":"198.18.0.1","decision":"allowed")") &&
+                 ContainsSubstring(R"("rule":"git.test:22")"));
+  // Refused: git fails, nsrun connect says why, nothing reached sshd and
+  // the report has the decision.
+  CHECK(v["refused_rc"] != "0");
+  CHECK_THAT(read_file(w.dir / "refused.err"), ContainsSubstring("nsrun: connect: git.test:22: HTTP/1.1 403"));
+  CHECK(!file_exists(w.dir / "clone-refused"));
+  std::size_t logins = 0;
+  for (std::size_t at = sshd_log.find("Accepted publickey"); at != std::string::npos; at = sshd_log.find("Accepted publickey", at + 1))
+    ++logins;
+  CHECK(logins == 1);
+  CHECK_THAT(read_file(w.dir / "refused.json"),
+             ContainsSubstring(R"("host":"git.test","port":22,"address":null,"decision":"denied","reason":"blocked-by-allowlist")"));
 }
