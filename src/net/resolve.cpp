@@ -12,6 +12,7 @@
 #include <charconv>
 #include <cstring>
 
+#include "net/wire.hpp"
 #include "sys/fd.hpp"
 
 namespace nsrun::resolve {
@@ -20,14 +21,9 @@ using hosts::Address;
 
 namespace {
 
-uint16_t be16(std::string_view s, std::size_t at) {
-  return static_cast<uint16_t>((static_cast<unsigned char>(s[at]) << 8) | static_cast<unsigned char>(s[at + 1]));
-}
-
-void put16(std::string& out, uint16_t v) {
-  out.push_back(static_cast<char>(v >> 8));
-  out.push_back(static_cast<char>(v & 0xff));
-}
+using egress::be16;
+using egress::put16;
+using egress::put_dns_name;
 
 char lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
 
@@ -147,22 +143,11 @@ std::vector<Address> hosts_lookup(std::string_view hosts_text, std::string_view 
 
 std::string build_query(uint16_t id, std::string_view name, uint16_t type) {
   std::string out;
-  if (name.empty() || name.size() > 253) return out;
   put16(out, id);
   put16(out, 0x0100);  // a standard query, recursion desired
   put16(out, 1);
   out.append(6, '\0');
-  std::string_view rest = name;
-  while (true) {
-    const std::size_t dot = rest.find('.');
-    const std::string_view label = rest.substr(0, dot);
-    if (label.empty() || label.size() > 63) return {};
-    out.push_back(static_cast<char>(label.size()));
-    out.append(label);
-    if (dot == std::string_view::npos) break;
-    rest.remove_prefix(dot + 1);
-  }
-  out.push_back('\0');
+  if (!put_dns_name(out, name)) return {};
   put16(out, type);
   put16(out, 1);
   return out;

@@ -5,8 +5,6 @@
 
 namespace nsrun::egress {
 
-namespace {
-
 uint16_t be16(std::string_view s, std::size_t at) {
   return static_cast<uint16_t>((static_cast<unsigned char>(s[at]) << 8) | static_cast<unsigned char>(s[at + 1]));
 }
@@ -15,6 +13,25 @@ void put16(std::string& out, uint16_t v) {
   out.push_back(static_cast<char>(v >> 8));
   out.push_back(static_cast<char>(v & 0xff));
 }
+
+bool put_dns_name(std::string& out, std::string_view name) {
+  if (name.empty() || name.size() > 253) return false;
+  std::string labels;
+  while (true) {
+    const std::size_t dot = name.find('.');
+    const std::string_view label = name.substr(0, dot);
+    if (label.empty() || label.size() > 63) return false;
+    labels.push_back(static_cast<char>(label.size()));
+    labels.append(label);
+    if (dot == std::string_view::npos) break;
+    name.remove_prefix(dot + 1);
+  }
+  labels.push_back('\0');
+  out += labels;
+  return true;
+}
+
+namespace {
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -222,12 +239,10 @@ std::string dns_answer(std::string_view packet, const DnsQuery& q, int rcode, co
   std::vector<const hosts::Address*> records;
   std::vector<std::string_view> chain;
   if (rcode == 0) {
-    for (const auto& c : cnames) {
-      // A name that cannot be written as labels ends the chain there, and
-      // no address follows: the addresses belong to the chain's end.
-      if (c.empty() || c.size() > 253) return dns_answer(packet, q, dns_servfail, {});
-      chain.push_back(c);
-    }
+    // A name that cannot be written as labels fails the whole answer
+    // (below): the addresses belong to the chain's end, so no link may
+    // be left out.
+    for (const auto& c : cnames) chain.push_back(c);
     if (q.type == dns_cname && chain.size() > 1) chain.resize(1);
     if (q.type != dns_cname)
       for (const auto& a : addresses)
@@ -249,16 +264,7 @@ std::string dns_answer(std::string_view packet, const DnsQuery& q, int rcode, co
     const std::size_t size_at = out.size();
     put16(out, 0);
     owner = out.size();
-    while (true) {
-      const std::size_t dot = c.find('.');
-      const std::string_view label = c.substr(0, dot);
-      if (label.empty() || label.size() > 63) return dns_answer(packet, q, dns_servfail, {});
-      out.push_back(static_cast<char>(label.size()));
-      out.append(label);
-      if (dot == std::string_view::npos) break;
-      c.remove_prefix(dot + 1);
-    }
-    out.push_back('\0');
+    if (!put_dns_name(out, c)) return dns_answer(packet, q, dns_servfail, {});
     const std::size_t size = out.size() - owner;
     out[size_at] = static_cast<char>(size >> 8);
     out[size_at + 1] = static_cast<char>(size & 0xff);

@@ -60,6 +60,14 @@ struct ClientHello {
 };
 ClientHello client_hello_sni(std::string_view bytes);
 
+// Big-endian 16-bit fields, as DNS and TLS write them (`at + 2` must be
+// within `s`).
+uint16_t be16(std::string_view s, std::size_t at);
+void put16(std::string& out, uint16_t v);
+// `name` (dotted, labels of 1 to 63 bytes) as DNS labels ending with the
+// root; false, with `out` unchanged, when it cannot be written so.
+bool put_dns_name(std::string& out, std::string_view name);
+
 // DNS (RFC 1035): one question per query.
 struct DnsQuery {
   uint16_t id = 0;

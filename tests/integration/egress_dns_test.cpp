@@ -15,6 +15,7 @@
 #include <map>
 #include <sstream>
 
+#include "egress_py.hpp"
 #include "harness.hpp"
 
 using namespace nsrun_test;
@@ -23,11 +24,11 @@ using Catch::Matchers::ContainsSubstring;
 namespace {
 
 // DNS on 127.0.0.53:53 (UDP and TCP) and HTTP on 198.18.0.1:80 ("hello
-// <Host>"). The zone: CNAMEs (some to internal addresses, one loop, one
-// given without its target's address), a name answered truncated over
-// UDP, and one whose real answer follows a spoofed one from another
-// source address and one with another id. Writes "ok" to argv[1] once
-// bound.
+// web <Host>", serve_http of tests/support/egress_py.hpp). The zone:
+// CNAMEs (some to internal addresses, one loop, one given without its
+// target's address), a name answered truncated over UDP, and one whose
+// real answer follows a spoofed one from another source address and one
+// with another id. Writes "ok" to argv[1] once bound.
 constexpr std::string_view dns_server_py = R"PY(
 import socket, struct, sys, threading
 A = {'web.test': '198.18.0.1', 'big.test': '198.18.0.1', 'spoof.test': '198.18.0.1', 'inner.test': '127.0.0.1',
@@ -74,19 +75,7 @@ def serve_tcp():
             if not d: break
             data += d
         r = answer(data[2:], True); c.sendall(struct.pack('>H', len(r)) + r); c.close()
-def serve_web():
-    while True:
-        c, _ = web.accept(); data = b''
-        while b'\r\n\r\n' not in data:
-            d = c.recv(4096)
-            if not d: break
-            data += d
-        host = b'?'
-        for line in data.split(b'\r\n'):
-            if line.lower().startswith(b'host:'): host = line[5:].strip()
-        body = b'hello ' + host + b'\n'
-        c.sendall(b'HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n' % len(body) + body); c.close()
-for f in (serve_udp, serve_tcp, serve_web): threading.Thread(target=f, daemon=True).start()
+for f, a in ((serve_udp, ()), (serve_tcp, ()), (serve_http, (web, b'web'))): threading.Thread(target=f, args=a, daemon=True).start()
 open(sys.argv[1], 'w').write('ok\n')
 threading.Event().wait()
 )PY";
@@ -136,7 +125,7 @@ except OSError as e: print('getaddrinfo=' + str(e), flush=True)
 struct DnsWorld {
   TempDir dir{"egress-dns"};
   DnsWorld() {
-    write_file(dir / "server.py", dns_server_py);
+    write_file(dir / "server.py", std::string(http_hello_py) + std::string(dns_server_py));
     write_file(dir / "client.py", dns_client_py);
     // One try of one second: the loop and the spoofed answers must not
     // make the test slow.
@@ -212,19 +201,19 @@ TEST_CASE("egress dns: nsrun resolves with its own resolver and the stub answers
   CHECK(v["dns_loop1.test"] == "2/");
   CHECK(v["dns_other.test"] == "5/");
   // The proxy judges the same way, and connects to the address it checked.
-  CHECK(v["http_alias.test"] == "200:hello alias.test");
+  CHECK(v["http_alias.test"] == "200:hello web alias.test");
   CHECK(v["http_sneaky.test"] == "403/blocked-by-allowlist");
   CHECK(v["http_meta-alias.test"] == "403/blocked-by-allowlist");
   CHECK(v["http_denied-alias.test"] == "403/blocked-by-denylist");
-  CHECK(v["http_spoof.test"] == "200:hello spoof.test");
-  CHECK(v["http_hosts-only.test"] == "200:hello hosts-only.test");
+  CHECK(v["http_spoof.test"] == "200:hello web spoof.test");
+  CHECK(v["http_hosts-only.test"] == "200:hello web hosts-only.test");
   CHECK_THAT(v["http_loop1.test"], Catch::Matchers::StartsWith("502"));
   // A rule written in Unicode allows the name's xn-- form, in DNS and
   // through the proxy, and the Unicode spelling too; an upper-case letter
   // outside ASCII would need IDNA mapping: refused as a bad host.
   CHECK(v["dns_xn--bcher-kva.test"] == "0/A:198.18.0.1");
-  CHECK(v["http_xn--bcher-kva.test"] == "200:hello xn--bcher-kva.test");
-  CHECK(v["http_b\xc3\xbc" "cher.test"] == "200:hello b\xc3\xbc" "cher.test");
+  CHECK(v["http_xn--bcher-kva.test"] == "200:hello web xn--bcher-kva.test");
+  CHECK(v["http_b\xc3\xbc" "cher.test"] == "200:hello web b\xc3\xbc" "cher.test");
   CHECK(v["http_B\xc3\x9c" "CHER.test"] == "400/bad-host");
   // glibc inside the sandbox follows the stub's chain.
   CHECK(v["getaddrinfo"] == "198.18.0.1");
