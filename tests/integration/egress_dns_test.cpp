@@ -321,3 +321,17 @@ TEST_CASE("egress dns: git clone over ssh through nsrun connect, allowed and ref
   CHECK_THAT(read_file(w.dir / "refused.json"),
              ContainsSubstring(R"("host":"git.test","port":22,"address":null,"decision":"denied","reason":"blocked-by-allowlist")"));
 }
+
+TEST_CASE("egress dns: the static nsrun carries no NSS resolver", "[egress][egress-dns][static]") {
+  // getaddrinfo in a static glibc binary loads NSS modules of the same
+  // glibc at run time; a one-binary image has none. nsrun resolves itself.
+  auto path = nsrun_static_path();
+  if (!path) unavailable("static", "nsrun-static was not built (meson -Dstatic=true); nothing to check");
+  if (::access("/usr/bin/nm", X_OK) != 0) unavailable("static", "/usr/bin/nm is missing");
+  auto r = run({"/usr/bin/nm", *path});
+  if (r.exit_code != 0) unavailable("static", "nm cannot read the symbols (stripped?): " + r.err);
+  for (const char* symbol : {" getaddrinfo", " gethostbyname", " __nss_"}) {
+    INFO(symbol);
+    CHECK(r.out.find(symbol) == std::string::npos);
+  }
+}
