@@ -260,6 +260,14 @@ Result<void> validate(const Policy& p, bool need_command, std::span<const std::s
 
   if (auto r = validate_egress(p); !r) return r;
 
+  // --watch-writes observes a confined command for the report or the
+  // verdict: without a sandbox there is nothing to watch, without either
+  // nobody would see what it saw (and the command would pay for nothing).
+  if (p.watch_writes && p.mode == Mode::full_access)
+    return fail(usage_error("--watch-writes", "full-access runs the command unconfined: there is no filter to watch with"));
+  if (p.watch_writes && p.report_path.empty() && !p.report_fd && !p.verdict)
+    return fail(usage_error("--watch-writes", "nothing would show the observations (add --report FILE or --verdict)"));
+
   return {};
 }
 
