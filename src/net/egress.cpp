@@ -265,7 +265,9 @@ Result<void> send_listeners(int to_nsrun) {
 
 struct Egress::State {
   EgressConfig config;
-  // The host's /etc/hosts and resolv.conf, read once when the proxy starts.
+  // The host's /etc/hosts and resolv.conf, read once, at the first name
+  // to resolve (a launch that resolves nothing reads neither).
+  std::once_flag resolver_read;
   std::string hosts_text;
   resolve::Config resolver;
   Fd channel;       // from the sandbox, until the listeners arrive
@@ -346,7 +348,7 @@ constexpr int resolve_ms = 10000;
 // The addresses `host` stands for: itself for a literal, the pinned ones
 // (--resolve-host) or nsrun's resolver for a name, each once, with the
 // CNAMEs that led to them.
-resolve::Resolution resolve_host(const State& s, const Host& host) {
+resolve::Resolution resolve_host(State& s, const Host& host) {
   resolve::Resolution out;
   if (host.is_address) {
     out.addresses = {host.address};
@@ -355,6 +357,10 @@ resolve::Resolution resolve_host(const State& s, const Host& host) {
   for (const auto& [name, a] : s.config.pinned)
     if (name == host.name) out.addresses.push_back(a);
   if (!out.addresses.empty()) return out;
+  std::call_once(s.resolver_read, [&] {
+    s.hosts_text = resolve::read_hosts_file();
+    s.resolver = resolve::read_resolv_conf();
+  });
   return resolve::resolve(host.name, s.hosts_text, s.resolver, resolve_ms);
 }
 
@@ -905,8 +911,6 @@ void serve_listeners(const std::shared_ptr<State>& s, std::array<Fd, 3>& listene
 Result<std::unique_ptr<Egress>> Egress::start(const EgressConfig& config, Fd from_sandbox) {
   auto s = std::make_shared<State>();
   s->config = config;
-  s->hosts_text = resolve::read_hosts_file();
-  s->resolver = resolve::read_resolv_conf();
   s->channel = std::move(from_sandbox);
   s->stop_event = Fd(::eventfd(0, EFD_CLOEXEC));
   if (!s->stop_event) return fail(sys_error("egress proxy", "eventfd"));
