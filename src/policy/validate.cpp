@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "policy/paths.hpp"
 #include "policy/protect.hpp"
 #include "policy/hosts.hpp"
 
@@ -43,10 +44,6 @@ Result<void> existing(std::string_view option, const std::string& path) {
   return {};
 }
 
-bool under(std::string_view path, std::string_view dir) {
-  return path == dir || (path.starts_with(dir) && path.size() > dir.size() && path[dir.size()] == '/');
-}
-
 // The workspace and the writable roots against the sandbox's own /dev, /proc
 // and /sys (issue 10, item 3). The preset orders a root of `/` before the
 // private mounts, by name; a path that resolves to `/` by another name (a
@@ -61,7 +58,7 @@ Result<void> outside_private_mounts(std::string_view option, const std::string& 
   if (r == "/" && path != "/")
     return fail(bad(option, path, "resolves to / (name / itself to mean the whole host)"));
   for (std::string_view dir : {"/proc", "/sys"})
-    if (under(r, dir))
+    if (at_or_below(r, dir))
       return fail(bad(option, path, fmt::format("inside {}, which the sandbox keeps its own", dir)));
   if (r == "/dev") return fail(bad(option, path, "is /dev, which the sandbox keeps its own"));
   return {};

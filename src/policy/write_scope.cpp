@@ -2,20 +2,11 @@
 
 #include <algorithm>
 
+#include "policy/paths.hpp"
 #include "policy/presets.hpp"
 #include "policy/protect.hpp"
 
 namespace nsrun {
-
-namespace {
-
-// `path` is `dir` or below it.
-bool at_or_below(std::string_view path, std::string_view dir) {
-  if (dir == "/") return true;
-  return path == dir || (path.starts_with(dir) && path.size() > dir.size() && path[dir.size()] == '/');
-}
-
-}  // namespace
 
 std::string_view name(WritePlace p) {
   switch (p) {
