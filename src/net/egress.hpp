@@ -38,6 +38,7 @@ struct Decision {
   std::string decision;  // "allowed", "denied", "failed" (allowed, but resolving or connecting failed)
   std::string reason;    // for denied: blocked-by-allowlist, blocked-by-denylist, sni-mismatch, host-mismatch, ...
   std::string rule;      // the rule that decided, when one did
+  std::vector<std::string> cnames;  // the CNAME chain the name resolved through, when any
   uint64_t count = 1;    // past the report's first 4096: one entry (host "*") per outcome, counting the rest
 };
 
