@@ -3,7 +3,6 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sched.h>
-#include <sys/capability.h>
 #include <sys/stat.h>
 
 #include <memory>
@@ -13,6 +12,7 @@
 #include "landlock/ruleset.hpp"
 #include "launch/landlock_rung.hpp"
 #include "launch/launch.hpp"
+#include "ns/credentials.hpp"
 #include "policy/env.hpp"
 #include "policy/protect.hpp"
 #include "sys/fd.hpp"
@@ -126,9 +126,7 @@ void explain_namespaces(const Prepared& prepared, std::string& out) {
   out += describe(prepared.plan);
   std::string kept;
   for (cap_value_t c : prepared.keep_caps) {
-    char* n = cap_to_name(c);
-    kept += fmt::format("{}{}", kept.empty() ? "" : " ", n != nullptr ? n : "?");
-    cap_free(n);
+    kept += fmt::format("{}{}", kept.empty() ? "" : " ", capability_name(c));
   }
   out += kept.empty() ? "capabilities: all dropped; no_new_privs\n"
                       : fmt::format("capabilities: all dropped but {}; no_new_privs\n", kept);

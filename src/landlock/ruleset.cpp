@@ -178,10 +178,16 @@ std::expected<Ruleset, CannotExpress> make_ruleset(const Policy& p, int abi, con
       auto listed = in.listings.find(dir);
       if (listed == in.listings.end())
         return std::unexpected(CannotExpress{fmt::format("hidden credentials below {} (it cannot be listed)", dir)});
-      r.rules.push_back({dir, fs::read_dir, false, "list only: a hidden credential is below"});
-      for (const auto& entry : listed->second) {
-        const std::string path = dir == "/" ? "/" + entry : dir + "/" + entry;
-        if (!hidden_or_above(path)) r.rules.push_back({path, reading, true, "read and execute"});
+      r.rules.push_back({dir, fs::read_dir, false, "list only: a hidden credential is below", false, true});
+      for (const auto& listed_name : listed->second) {
+        const bool directory = listed_name.size() > 1 && listed_name.ends_with('/');
+        const std::string_view entry = directory ? std::string_view(listed_name).substr(0, listed_name.size() - 1)
+                                                 : std::string_view(listed_name);
+        const std::string path = dir == "/" ? fmt::format("/{}", entry) : fmt::format("{}/{}", dir, entry);
+        // Opened through no symlink: an entry swapped for a link after it
+        // was listed would carry the right to the link's target (a hidden
+        // path); the launch then fails instead.
+        if (!hidden_or_above(path)) r.rules.push_back({path, reading, true, "read and execute", true, directory});
       }
     }
   }

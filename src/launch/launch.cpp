@@ -524,7 +524,7 @@ LaunchOutcome run_namespaces(Prepared& p) {
       if (cgroup_v1) (void)cgroup_v1->remove();
       return out;
     }
-    result = supervise(child, channel->parent.get(), p, original_mask, "PID 1");
+    result = supervise(child, channel->parent.get(), p, original_mask, "PID 1", proxy->get());
     p.egress_decisions = (*proxy)->stop();
   }
   if (cgroup || cgroup_v1) {
@@ -545,7 +545,7 @@ LaunchOutcome run_namespaces(Prepared& p) {
 }
 
 LaunchOutcome supervise(pid_t child, int channel, Prepared& p, const sigset_t& original_mask,
-                        std::string_view first_process) {
+                        std::string_view first_process, egress::Egress* proxy) {
   LaunchOutcome out;
   // Not zeroed: only the bytes received are touched.
   ChannelBytes bytes;
@@ -597,6 +597,13 @@ LaunchOutcome supervise(pid_t child, int channel, Prepared& p, const sigset_t& o
   watching.kill_after_ms = p.limits.kill_after_ms;
   watching.rlimits = p.limits.rlimits;
   watching.notify_spec = p.seccomp_notify_spec;
+  // --network proxy: its thread starts at the first connection or query.
+  if (proxy != nullptr) {
+    watching.wake_fds = proxy->wake_fds();
+    watching.wake = [proxy] {
+      if (!proxy->wake()) fmt::print(stderr, "nsrun: --network proxy: the proxy could not start; the sandbox's connections are refused\n");
+    };
+  }
   out.verdict = watch(watching);
   out.verdict.limits = p.limits.decisions;
   out.exit_code = out.verdict.ended.code;

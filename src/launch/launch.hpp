@@ -5,7 +5,6 @@
 
 #include <functional>
 #include <signal.h>
-#include <sys/capability.h>
 
 #include <optional>
 #include <string>
@@ -15,6 +14,7 @@
 #include "mount/plan.hpp"
 #include "policy/limits.hpp"
 #include "net/egress.hpp"
+#include "ns/credentials.hpp"
 #include "policy/policy.hpp"
 #include "seccomp/filter.hpp"
 #include "sys/error.hpp"
@@ -135,9 +135,10 @@ void arm_die_with_parent(int channel);
 // forwarding signals. A sandbox that dies before the command's exec
 // (SIGKILL, the OOM killer) ends as an error of the phase "set-up" (exit
 // 125); one that dies after it, with the status it died with (137 for a
-// SIGKILL), as the command would.
+// SIGKILL), as the command would. `proxy` (--network proxy) has its thread
+// started by the wait loop at the first connection or query.
 LaunchOutcome supervise(pid_t child, int channel, Prepared& p, const sigset_t& original_mask,
-                        std::string_view first_process);
+                        std::string_view first_process, egress::Egress* proxy = nullptr);
 
 // Runs the command; returns nsrun's exit status (the command's, or 125, 126,
 // 127 for nsrun's own failures, with the message already printed).

@@ -23,6 +23,8 @@ namespace {
 
 uint64_t micros(const timeval& t) { return static_cast<uint64_t>(t.tv_sec) * 1'000'000 + static_cast<uint64_t>(t.tv_usec); }
 
+constexpr std::size_t max_wake_fds = 3;
+
 bool has_rlimit(const std::vector<RlimitSetting>& rl, std::string_view n) {
   return std::ranges::any_of(rl, [&](const RlimitSetting& r) { return r.name == n; });
 }
@@ -39,6 +41,7 @@ Verdict watch(const WatchSetup& s) {
   SandboxWords words;
   DenialLog log(s.notify_spec);
   bool listener_open = true;
+  bool woken = s.wake_fds.empty();
   bool timed_out = false;
   bool killed = false;
   uint64_t deadline_ns = s.timeout_ms ? start_ns + *s.timeout_ms * 1'000'000 : 0;
@@ -60,12 +63,15 @@ Verdict watch(const WatchSetup& s) {
     if (pid < 0 && errno == ECHILD) break;
 
     receive_words(s.words_fd, words);
-    pollfd fds[3];
+    pollfd fds[3 + max_wake_fds];
     nfds_t n = 0;
     fds[n++] = pollfd{sigfd.get(), POLLIN, 0};
     const int listener = words.listener && listener_open ? words.listener.get() : -1;
     if (listener >= 0) fds[n++] = pollfd{listener, POLLIN, 0};
     if (s.words_fd >= 0 && !words.closed && !words.listener) fds[n++] = pollfd{s.words_fd, POLLIN, 0};
+    const nfds_t first_wake = n;
+    if (!woken)
+      for (std::size_t i = 0; i < s.wake_fds.size() && i < max_wake_fds; ++i) fds[n++] = pollfd{s.wake_fds[i], POLLIN, 0};
 
     int wait_ms = -1;
     if (deadline_ns != 0) {
@@ -90,7 +96,12 @@ Verdict watch(const WatchSetup& s) {
       }
     }
     if (ready <= 0) continue;
-    for (nfds_t i = 0; i < n; ++i) {
+    for (nfds_t i = first_wake; i < n && !woken; ++i)
+      if (fds[i].revents != 0) {
+        woken = true;
+        if (s.wake) s.wake();
+      }
+    for (nfds_t i = 0; i < first_wake; ++i) {
       if (fds[i].revents == 0) continue;
       if (fds[i].fd == sigfd.get()) {
         signalfd_siginfo info{};

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -51,6 +52,10 @@ struct WatchSetup {
   uint64_t kill_after_ms = 2000;
   std::vector<RlimitSetting> rlimits;  // to name an rlimit behind SIGXCPU / SIGXFSZ
   FilterSpec notify_spec;              // the notifying filter's rules: each answer's errno
+  // Polled until one is readable, then `wake` is called once (the egress
+  // proxy's thread starts on demand, issue 16).
+  std::vector<int> wake_fds;
+  std::function<void()> wake;
 };
 
 // Waits for `child` to end (it was started with the launch's signals

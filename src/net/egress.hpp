@@ -74,6 +74,13 @@ Result<void> send_listeners(int to_nsrun);
 class Egress {
  public:
   static Result<std::unique_ptr<Egress>> start(const EgressConfig& config, Fd from_sandbox);
+  // The proxy's thread starts on demand: nsrun's wait loop polls these
+  // (the three listeners once the sandbox sent them, else the channel)
+  // and calls wake() when one is readable. Empty once woken.
+  std::vector<int> wake_fds();
+  // Starts the thread (once); false when it could not start, and then the
+  // listeners are closed: the sandbox's connections are refused.
+  bool wake();
   std::vector<Decision> stop();
   ~Egress();
 
