@@ -142,7 +142,8 @@ std::string describe_layers(const Policy& p) {
   } else if (p.home == HomeMode::cow) {
     out += fmt::format("home: cow ({} is an overlay; writes go to the layer {} under {}, hidden inside; nsrun home "
                        "diff / reset; where the overlay is refused (kernel, file system, the Landlock rung) the "
-                       "home stays read-only and the well-known caches go to {}, stated on stderr)\n",
+                       "home stays read-only and the well-known caches go to {}: the report says cache-redirect, and stderr too when --home cow is "
+                       "given)\n",
                        p.layers.home, p.layers.home_name, p.layers.home_base,
                        p.layers.redirect.empty() ? p.layers.home_base + "/" + p.layers.home_name + "/redirect"
                                                  : p.layers.redirect);
