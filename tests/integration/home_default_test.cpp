@@ -309,3 +309,33 @@ TEST_CASE("cow home: each default credential stays unreadable and unwritable; no
   CHECK(nsrun({"explain", "--", "true"}, empty.opts()).out.find("hidden credentials (reads fail; both rungs):\n  /") ==
         std::string::npos);
 }
+
+TEST_CASE("default home on the Landlock rung: caches redirected, the home read-only, said in the report and not "
+          "on stderr",
+          "[home][default][landlock]") {
+  require_landlock();
+  Home h;
+  const auto before = manifest(h.home.path());
+  const std::string report = h.ws / "report.json";
+  RunResult r = nsrun({"--backend", "landlock", "--report", report, "--", "sh", "-c",
+                       "{ echo x >> ~/.bashrc; } 2>/dev/null && echo wrote; mkdir -p \"$CCACHE_DIR\" && "
+                       "echo warm > \"$CCACHE_DIR/entry\" && echo cache=ok"},
+                      h.opts());
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == "cache=ok\n");
+  CHECK(r.err.empty());
+  const std::string json = read_file(report);
+  CHECK(json.find("\"home\":\"cache-redirect\"") != std::string::npos);
+  CHECK(read_file(h.layer() + "/redirect/ccache/entry") == "warm\n");
+  CHECK(manifest(h.home.path()) == before);
+  // nsrun probe makes no layer and calls the Landlock rung usable.
+  TempDir empty_state("hd-state3");
+  RunOptions o = h.opts();
+  o.env.push_back("XDG_STATE_HOME=" + empty_state.path());
+  RunResult p = nsrun({"probe", "--json"}, o);
+  INFO(p.out << p.err);
+  CHECK(p.exit_code == 0);
+  CHECK(p.out.find("ro-overlay") == std::string::npos);
+  CHECK(names_below(empty_state.path()).empty());
+}
