@@ -226,6 +226,11 @@ Result<std::string> explain(const Policy& policy) {
   out += fmt::format("refused calls: {}\n", prepared->seccomp_notify.empty()
                                                  ? "refused by the filter, not observed (no --report or --verdict)"
                                                  : "sent to nsrun, recorded and refused (SECCOMP_RET_USER_NOTIF)");
+  if (policy.watch_writes)
+    out += fmt::format("write watch: on ({}: write-intent calls go to nsrun, which reads their paths and always "
+                       "lets them continue; attempts outside the writable roots are listed as observations)\n",
+                       prepared->watch_writes.empty() ? "its rules join the notifying filter (one listener per task)"
+                                                      : "a filter of its own, loaded before the plain one");
   out += protection_lines(policy);
   std::string names;
   for (const auto& e : prepared->env) names += fmt::format(" {}", e.substr(0, e.find('=')));

@@ -16,6 +16,7 @@
 #include "net/egress.hpp"
 #include "ns/credentials.hpp"
 #include "policy/policy.hpp"
+#include "policy/write_scope.hpp"
 #include "seccomp/filter.hpp"
 #include "sys/error.hpp"
 #include "sys/timeline.hpp"
@@ -56,6 +57,10 @@ struct Prepared {
   bool observe = false;                    // a report or --verdict wants the verdict
   BpfProgram seccomp_notify;               // `seccomp` with refusals sent to nsrun; empty: none
   FilterSpec seccomp_notify_spec;          // its rules, for the answers' errnos
+  // --watch-writes: its rules are in `seccomp_notify` when there is one
+  // (one listener per task); else this program, with a listener of its own.
+  BpfProgram watch_writes;
+  std::optional<WriteScope> write_scope;   // set: watched; where this rung lets the command write
   int words_fd = -1;                       // the sandbox's end of the last-words socket (ns/outcome.hpp)
   int words_parent_fd = -1;                // nsrun's end
   int last_pid_fd = -1;                    // PID 1: /proc/sys/kernel/ns_last_pid
@@ -90,6 +95,8 @@ struct RungLimits {
   bool observe = false;
   BpfProgram notify;
   FilterSpec notify_spec;
+  BpfProgram watch_writes;
+  std::optional<WriteScope> write_scope;
   std::string cgroup_base;
   std::vector<std::pair<std::string, std::string>> cgroup_v1_dirs;
 };
