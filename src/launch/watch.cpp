@@ -37,7 +37,7 @@ Verdict watch(const WatchSetup& s) {
   Fd sigfd(::signalfd(-1, &waited, SFD_CLOEXEC | SFD_NONBLOCK));
 
   SandboxWords words;
-  DenialLog log(s.notify_spec);
+  DenialLog log(s.notify_spec, s.notify_handler);
   bool listener_open = true;
   bool timed_out = false;
   bool killed = false;

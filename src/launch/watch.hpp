@@ -51,6 +51,7 @@ struct WatchSetup {
   uint64_t kill_after_ms = 2000;
   std::vector<RlimitSetting> rlimits;  // to name an rlimit behind SIGXCPU / SIGXFSZ
   FilterSpec notify_spec;              // the notifying filter's rules: each answer's errno
+  NotifyHandler notify_handler;        // calls nsrun answers itself (--network proxy, Landlock rung)
 };
 
 // Waits for `child` to end (it was started with the launch's signals

@@ -57,6 +57,7 @@ bool DenialLog::serve(int listener) {
     // ENOENT: the caller died or was interrupted before we took it.
     return errno == EINTR || errno == ENOENT;
   }
+  if (handler_ && handler_(listener, *notif)) return true;
   auto resp_buf = std::make_unique<unsigned char[]>(s.resp);
   std::memset(resp_buf.get(), 0, s.resp);
   auto* resp = reinterpret_cast<seccomp_notif_resp*>(resp_buf.get());

@@ -24,7 +24,10 @@
 
 #include <sys/types.h>
 
+#include <linux/seccomp.h>
+
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -47,11 +50,17 @@ struct Denial {
   std::string args;     // the first call's first three arguments, in hex
 };
 
+// A notification nsrun answers itself rather than with the rule's errno
+// (connect() and listen() under --network proxy on the Landlock rung,
+// net/connector.hpp). Returns true when it took the call and answered it.
+using NotifyHandler = std::function<bool(int listener, const seccomp_notif& call)>;
+
 class DenialLog {
  public:
   // `spec`: the filter the listener belongs to (its notify_spec()), whose
-  // rules give each call's errno.
-  explicit DenialLog(FilterSpec spec = {}) : spec_(std::move(spec)) {}
+  // rules give each call's errno. `handler`, when set, sees each call first.
+  explicit DenialLog(FilterSpec spec = {}, NotifyHandler handler = {})
+      : spec_(std::move(spec)), handler_(std::move(handler)) {}
   // Receives one notification (if one is pending) and answers the rule's
   // errno (EPERM when no rule says otherwise).
   // Returns false when the listener has no more filter users.
@@ -60,6 +69,7 @@ class DenialLog {
 
  private:
   FilterSpec spec_;
+  NotifyHandler handler_;
   std::vector<Denial> denials_;
 };
 

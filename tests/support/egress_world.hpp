@@ -1,0 +1,111 @@
+// The world of the egress tests (issue 13), shared by egress_test.cpp (the
+// namespace rung) and egress_landlock_test.cpp: `unshare --user
+// --map-root-user --net` gives a network namespace of the test's own (only
+// loopback) where 198.18.0.1 and 169.254.169.254 are added to `lo` and small
+// Python servers listen. nsrun runs inside that namespace, so its proxy
+// reaches those servers and nothing else; names are mapped with
+// --resolve-host. No packet leaves the test's namespace.
+#pragma once
+
+#include <unistd.h>
+
+#include <string>
+#include <string_view>
+
+#include "harness.hpp"
+
+namespace nsrun_test::egress {
+
+// HTTP on :80 answers "hello <Host>"; :443 and :22 answer "reached" to whatever
+// arrives (a stand-in for a TLS server: the proxy checks the ClientHello,
+// the server need not speak TLS). Writes "ok" to the fifo once bound.
+inline constexpr std::string_view server_py = R"PY(
+import socket, sys, threading
+def http(addr):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((addr, 80)); s.listen(64)
+    return s
+def raw(addr):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((addr, 443)); s.listen(64)
+    return s
+def raw22(addr):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((addr, 22)); s.listen(64)
+    return s
+def serve_http(s, tag):
+    while True:
+        c, _ = s.accept()
+        data = b''
+        while b'\r\n\r\n' not in data:
+            d = c.recv(4096)
+            if not d: break
+            data += d
+        host = b'?'
+        for line in data.split(b'\r\n'):
+            if line.lower().startswith(b'host:'): host = line[5:].strip()
+        body = b'hello ' + tag + b' ' + host + b'\n'
+        c.sendall(b'HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n' % len(body) + body)
+        c.close()
+def serve_raw(s):
+    while True:
+        c, _ = s.accept()
+        if c.recv(65536): c.sendall(b'reached\n')
+        c.close()
+for s, f in [(http('198.18.0.1'), lambda s: serve_http(s, b'web')), (http('169.254.169.254'), lambda s: serve_http(s, b'metadata')),
+             (http('127.0.0.1'), lambda s: serve_http(s, b'host-loopback')), (raw('198.18.0.1'), serve_raw), (raw22('198.18.0.1'), serve_raw)]:
+    threading.Thread(target=f, args=(s,), daemon=True).start()
+open(sys.argv[1], 'w').write('ok\n')
+threading.Event().wait()
+)PY";
+
+struct World {
+  TempDir dir{"egress"};
+  World() { write_file(dir / "server.py", server_py); }
+  // Runs `inner` (a shell command line) in a network namespace of the
+  // test's own, with the servers up.
+  RunResult run(const std::string& inner) {
+    const std::string script =
+        "set -e; ip link set lo up; ip addr add 198.18.0.1/32 dev lo; ip addr add 169.254.169.254/32 dev lo; "
+        "mkfifo " + shell_quote(dir / "ready") + "; /usr/bin/python3 " + shell_quote(dir / "server.py") + " " +
+        shell_quote(dir / "ready") + " & server=$!; read x < " + shell_quote(dir / "ready") + "; set +e; " + inner +
+        "; rc=$?; kill $server; exit $rc";
+    RunOptions opts = at(dir);
+    opts.timeout = 120s;
+    return nsrun_test::run({"unshare", "--user", "--map-root-user", "--net", "--", "/bin/sh", "-c", script}, opts);
+  }
+  std::string nsrun_cmd(const std::string& extra, const std::string& command) {
+    return shell_quote(nsrun_path()) +
+           " --network proxy --allow-host web.test --allow-host tls.test:443 --allow-host '*.sub.test' "
+           "--deny-host bad.sub.test --allow-host local.test --allow-host meta.test "
+           "--resolve-host web.test=198.18.0.1 --resolve-host tls.test=198.18.0.1 --resolve-host a.sub.test=198.18.0.1 "
+           "--resolve-host bad.sub.test=198.18.0.1 --resolve-host sub.test=198.18.0.1 --resolve-host other.test=198.18.0.1 "
+           "--resolve-host local.test=127.0.0.1 --resolve-host meta.test=169.254.169.254 " +
+           extra + " -- " + command;
+  }
+};
+
+inline bool have_tools() {
+  for (const char* tool : {"/usr/bin/unshare", "/usr/sbin/ip", "/usr/bin/python3", "/usr/bin/curl"})
+    if (::access(tool, X_OK) != 0) unavailable("egress", std::string(tool) + " is missing");
+  return true;
+}
+
+// The value of `key=` in the output's lines.
+inline std::string value(const std::string& out, const std::string& key) {
+  const std::string k = key + "=";
+  std::size_t at = out.rfind("\n" + k);
+  if (at == std::string::npos) {
+    if (!out.starts_with(k)) return "<missing " + key + ">";
+    at = 0;
+  } else {
+    at += 1;
+  }
+  const std::size_t end = out.find('\n', at);
+  return out.substr(at + k.size(), end == std::string::npos ? std::string::npos : end - at - k.size());
+}
+
+}  // namespace nsrun_test::egress
