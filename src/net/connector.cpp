@@ -137,7 +137,11 @@ bool Connector::handle(int listener, const seccomp_notif& call) {
   if (call.data.nr != SYS_connect && call.data.nr != SYS_listen) return false;
   // A pidfd first, then the check that the call still stands: the pidfd is
   // then the caller's, whatever happens to its pid later.
-  Fd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, call.pid, 0)));
+  // The caller may be any thread: PIDFD_THREAD (Linux 6.9) names that
+  // thread; without it only a thread-group leader has a pidfd (EINVAL).
+  constexpr unsigned pidfd_thread = O_EXCL;
+  Fd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, call.pid, pidfd_thread)));
+  if (!pidfd && errno == EINVAL) pidfd = Fd(static_cast<int>(::syscall(SYS_pidfd_open, call.pid, 0)));
   if (!pidfd || !still_valid(listener, call)) {
     answer(listener, call, EACCES);
     return true;

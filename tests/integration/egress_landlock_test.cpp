@@ -44,6 +44,11 @@ if what == 'probe':
     # The proxy, by a plain connect: what the command gets is a socket to it.
     s = socket.create_connection(('127.0.0.1', P), timeout=10)
     out('proxy_peer', 'proxy' if s.getpeername() == ('127.0.0.1', P) else 'other:%s' % (s.getpeername(),))
+    # From a thread that is not the process's first: nsrun finds it too.
+    peers = []
+    t = threading.Thread(target=lambda: peers.append(socket.create_connection(('127.0.0.1', P), timeout=10).getpeername()))
+    t.start(); t.join()
+    out('thread_peer', 'proxy' if peers == [('127.0.0.1', P)] else 'other:%s' % (peers,))
     s6 = socket.socket(socket.AF_INET6); s6.settimeout(10); s6.connect(('::1', P))
     out('proxy_v6', 'connected:' + s6.getpeername()[0])
     # A non-blocking connect keeps O_NONBLOCK; close-on-exec is kept either way.
@@ -162,6 +167,7 @@ TEST_CASE("egress on the Landlock rung: allowed hosts through curl (HTTP and SOC
     CHECK(value(r.out, direct) == "refused:Permission denied");
   }
   CHECK(value(r.out, "proxy_peer") == "proxy");
+  CHECK(value(r.out, "thread_peer") == "proxy");
   CHECK(value(r.out, "proxy_v6") == "connected:::ffff:127.0.0.1");
   CHECK(value(r.out, "nonblock") == "True:True:False");
   CHECK(value(r.out, "inheritable") == "True:True");
