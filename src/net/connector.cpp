@@ -146,15 +146,10 @@ bool Connector::handle(int listener, const seccomp_notif& call) {
     answer(listener, call, EACCES);
     return true;
   }
-  return call.data.nr == SYS_connect ? handle_connect(listener, call, pidfd.get())
-                                     : handle_listen(listener, call, pidfd.get());
-}
-
-bool Connector::handle_listen(int listener, const seccomp_notif& call, int pidfd) {
-  const int fd = static_cast<int>(static_cast<uint32_t>(call.data.args[0]));
   // The command's socket itself (a new fd for the same socket): what is
-  // checked below is what listens, whatever the command does to fd meanwhile.
-  Fd sock(static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd, fd, 0)));
+  // checked is what is used, whatever the command does to its fd meanwhile.
+  const int fd = static_cast<int>(static_cast<uint32_t>(call.data.args[0]));
+  Fd sock(static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd.get(), fd, 0)));
   if (!sock) {
     answer(listener, call, errno == EBADF ? EBADF : EACCES);
     return true;
@@ -164,6 +159,7 @@ bool Connector::handle_listen(int listener, const seccomp_notif& call, int pidfd
     answer(listener, call, errno == ENOTSOCK ? ENOTSOCK : EACCES);
     return true;
   }
+  if (call.data.nr == SYS_connect) return handle_connect(listener, call, sock.get(), family);
   if (family == AF_INET || family == AF_INET6) {
     refuse("listen", "", 0, "inet-listener");
     answer(listener, call, EACCES);
@@ -174,18 +170,8 @@ bool Connector::handle_listen(int listener, const seccomp_notif& call, int pidfd
   return true;
 }
 
-bool Connector::handle_connect(int listener, const seccomp_notif& call, int pidfd) {
+bool Connector::handle_connect(int listener, const seccomp_notif& call, int sock, int family) {
   const int fd = static_cast<int>(static_cast<uint32_t>(call.data.args[0]));
-  Fd sock(static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd, fd, 0)));
-  if (!sock) {
-    answer(listener, call, errno == EBADF ? EBADF : EACCES);
-    return true;
-  }
-  const int family = socket_option(sock.get(), SOL_SOCKET, SO_DOMAIN);
-  if (family < 0) {
-    answer(listener, call, errno == ENOTSOCK ? ENOTSOCK : EACCES);
-    return true;
-  }
   if (family != AF_INET && family != AF_INET6) {
     // AF_UNIX, netlink: the kernel does it, in the command's context (its
     // Landlock domain scopes abstract sockets, its path walk is its own).
@@ -199,8 +185,8 @@ bool Connector::handle_connect(int listener, const seccomp_notif& call, int pidf
   }
   // The filter lets the command make TCP sockets only; one that came from
   // elsewhere (an inherited UDP socket) is refused here.
-  if (socket_option(sock.get(), SOL_SOCKET, SO_TYPE) != SOCK_STREAM ||
-      socket_option(sock.get(), SOL_SOCKET, SO_PROTOCOL) != IPPROTO_TCP) {
+  if (socket_option(sock, SOL_SOCKET, SO_TYPE) != SOCK_STREAM ||
+      socket_option(sock, SOL_SOCKET, SO_PROTOCOL) != IPPROTO_TCP) {
     refuse("connect", "", 0, "not-tcp");
     answer(listener, call, EACCES);
     return true;
@@ -227,7 +213,7 @@ bool Connector::handle_connect(int listener, const seccomp_notif& call, int pidf
       // address is involved.
       sockaddr unspec{};
       unspec.sa_family = AF_UNSPEC;
-      answer(listener, call, ::connect(sock.get(), &unspec, sizeof unspec) == 0 ? 0 : errno);
+      answer(listener, call, ::connect(sock, &unspec, sizeof unspec) == 0 ? 0 : errno);
       return true;
     }
     case Target::Kind::refused:
@@ -289,10 +275,10 @@ bool Connector::handle_connect(int listener, const seccomp_notif& call, int pidf
     return true;
   }
   // What the command set on its socket that changes how it behaves.
-  const int status = ::fcntl(sock.get(), F_GETFL);
+  const int status = ::fcntl(sock, F_GETFL);
   if (status >= 0 && (status & O_NONBLOCK) != 0) (void)::fcntl(own.get(), F_SETFL, O_NONBLOCK);
   for (auto [level, name] : {std::pair<int, int>{IPPROTO_TCP, TCP_NODELAY}, std::pair<int, int>{SOL_SOCKET, SO_KEEPALIVE}}) {
-    const int v = socket_option(sock.get(), level, name);
+    const int v = socket_option(sock, level, name);
     if (v > 0) (void)::setsockopt(own.get(), level, name, &v, sizeof v);
   }
   seccomp_notif_addfd add{};

@@ -64,8 +64,8 @@ class Connector {
   bool admit(const sockaddr_storage& peer);
 
  private:
-  bool handle_connect(int listener, const seccomp_notif& call, int pidfd);
-  bool handle_listen(int listener, const seccomp_notif& call, int pidfd);
+  // `sock`: the command's socket, taken from it; `family` its SO_DOMAIN.
+  bool handle_connect(int listener, const seccomp_notif& call, int sock, int family);
   void refuse(std::string protocol, std::string address, uint16_t port, std::string reason);
 
   uint16_t port_;

@@ -7,6 +7,9 @@
 // --resolve-host. No packet leaves the test's namespace.
 #pragma once
 
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+
 #include <unistd.h>
 
 #include <string>
@@ -86,6 +89,17 @@ struct World {
            "--resolve-host local.test=127.0.0.1 --resolve-host meta.test=169.254.169.254 " +
            extra + " -- " + command;
   }
+  // curl through the proxy (`extra`: more nsrun options, the rung): allowed
+  // over HTTP_PROXY and over ALL_PROXY (socks5h); refused by the allow-list
+  // (HTTP and SOCKS5) and by the deny-list. check_curl() reads the lines.
+  std::string curl_script(const std::string& extra) {
+    const std::string curl = "/usr/bin/curl -s -S --max-time 20";
+    return "echo http=$(" + nsrun_cmd(extra, curl + " http://web.test/") + "); " +
+           "echo socks=$(" + nsrun_cmd(extra, "/bin/sh -c '" + curl + " --proxy \"$ALL_PROXY\" http://a.sub.test/'") + "); " +
+           "echo denied=$(" + nsrun_cmd(extra, curl + " -i http://other.test/ | tr -d '\\r' | grep -i -e ^x-proxy-error -e ^HTTP -e ^nsrun | tr '\\n' ' '") + "); " +
+           "echo denylist=$(" + nsrun_cmd(extra, curl + " -i http://bad.sub.test/ | tr -d '\\r' | grep -i ^x-proxy-error") + "); " +
+           "echo socks_denied=$(" + nsrun_cmd(extra, "/bin/sh -c '" + curl + " --proxy \"$ALL_PROXY\" http://other.test/; echo rc=$?'") + " 2>&1); ";
+  }
 };
 
 inline bool have_tools() {
@@ -106,6 +120,18 @@ inline std::string value(const std::string& out, const std::string& key) {
   }
   const std::size_t end = out.find('\n', at);
   return out.substr(at + k.size(), end == std::string::npos ? std::string::npos : end - at - k.size());
+}
+
+// What curl_script() must have printed.
+inline void check_curl(const std::string& out) {
+  using Catch::Matchers::ContainsSubstring;
+  CHECK(value(out, "http") == "hello web web.test");
+  CHECK(value(out, "socks") == "hello web a.sub.test");
+  CHECK_THAT(value(out, "denied"), ContainsSubstring("HTTP/1.1 403") && ContainsSubstring("X-Proxy-Error: blocked-by-allowlist") &&
+                                       ContainsSubstring("nsrun: other.test: blocked-by-allowlist"));
+  CHECK(value(out, "denylist") == "X-Proxy-Error: blocked-by-denylist");
+  // curl: "connection not allowed by ruleset" is SOCKS5 reply 0x02.
+  CHECK_THAT(value(out, "socks_denied"), ContainsSubstring("rc=97"));
 }
 
 }  // namespace nsrun_test::egress
