@@ -99,7 +99,8 @@ elif what == 'attack':
 )PY";
 
 // The attacker's listener on 198.18.0.1:PORT: one line in LOG per
-// connection it accepts. Writes "ok" to READY once listening.
+// connection it accepts, then "logged" to the peer. Writes "ok" to READY
+// once listening.
 constexpr std::string_view attacker_py = R"PY(
 import socket, sys
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -108,7 +109,7 @@ open(sys.argv[4], 'w').write('ok\n')
 while True:
     c, a = s.accept()
     with open(sys.argv[3], 'a') as f: f.write('%s\n' % (a,))
-    c.close()
+    c.sendall(b'logged\n'); c.close()
 )PY";
 
 // A host process (outside the sandbox, in the test's namespace) at the
@@ -194,7 +195,10 @@ TEST_CASE("egress on the Landlock rung: the proxy's port on another address, a r
                  "/usr/bin/python3 " + q("attacker.py") + " 198.18.0.1 $port " + q("attacker.log") + " " + q("r3") +
                  " & atk=$!; read x < " + q("r3") + "; " +
                  "/usr/bin/python3 " + q("host_client.py") + " $port; " +
-                 "echo go > " + q("f2") + "; wait $ns; echo inside_rc=$?; kill $atk; cat " + q("inside.out") +
+                 "echo go > " + q("f2") + "; wait $ns; echo inside_rc=$?; " +
+                 // The control: from outside the sandbox the listener is reached.
+                 "/usr/bin/python3 -c \"import socket, sys; print('control=' + socket.create_connection(('198.18.0.1', "
+                 "int(sys.argv[1])), timeout=5).recv(16).decode().strip())\" $port; kill $atk; cat " + q("inside.out") +
                  "; echo port=$port; echo attacker_accepts=$(cat " + q("attacker.log") + " 2>/dev/null | wc -l)");
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
@@ -207,7 +211,9 @@ TEST_CASE("egress on the Landlock rung: the proxy's port on another address, a r
   const std::string race = value(r.out, "race");
   CHECK_THAT(race, ContainsSubstring("elsewhere=0"));
   CHECK_FALSE(race.starts_with("proxy=0 "));
-  CHECK(value(r.out, "attacker_accepts") == "0");
+  // Only the control's connection reached the attacker.
+  CHECK(value(r.out, "control") == "logged");
+  CHECK(value(r.out, "attacker_accepts") == "1");
   // The proxy's listener is on the host's loopback: a host process's
   // connection is closed unserved.
   CHECK(value(r.out, "host_at_proxy") == "closed");
