@@ -23,7 +23,7 @@ namespace {
 // Runs inside the sandbox on the Landlock rung; one "name=result" line each.
 // The proxy's port is the one nsrun put into http_proxy.
 constexpr std::string_view client_py = R"PY(
-import ctypes, os, socket, struct, sys, threading
+import ctypes, os, socket, struct, sys, threading, urllib.request
 P = int(os.environ['http_proxy'].rsplit(':', 1)[1])
 def out(k, v): print('%s=%s' % (k, v), flush=True)
 def err(e): return 'refused:' + (os.strerror(e.errno) if e.errno else str(e))
@@ -44,6 +44,7 @@ if what == 'probe':
     # The proxy, by a plain connect: what the command gets is a socket to it.
     s = socket.create_connection(('127.0.0.1', P), timeout=10)
     out('proxy_peer', 'proxy' if s.getpeername() == ('127.0.0.1', P) else 'other:%s' % (s.getpeername(),))
+    out('urllib', urllib.request.urlopen('http://web.test/', timeout=10).read().decode().strip())
     # From a thread that is not the process's first: nsrun finds it too.
     peers = []
     t = threading.Thread(target=lambda: peers.append(socket.create_connection(('127.0.0.1', P), timeout=10).getpeername()))
@@ -155,7 +156,7 @@ TEST_CASE("egress on the Landlock rung: allowed hosts through curl (HTTP and SOC
   const char* const eacces = "refused:Permission denied";
   const char* const eperm = "refused:Operation not permitted";
   const std::pair<const char*, const char*> expected[] = {
-      {"connect", "hello web web.test"}, {"web80", eacces}, {"metadata80", eacces}, {"loopback80", eacces},
+      {"connect", "hello web web.test"}, {"urllib", "hello web web.test"}, {"web80", eacces}, {"metadata80", eacces}, {"loopback80", eacces},
       {"other_loopback", eacces}, {"mapped", eacces}, {"proxy_peer", "proxy"}, {"thread_peer", "proxy"},
       {"proxy_v6", "connected:::ffff:127.0.0.1"}, {"nonblock", "True:True:False"}, {"inheritable", "True:True"},
       {"udp4", eperm}, {"udp6", eperm}, {"raw", eperm}, {"sctp", eperm}, {"packet", eperm},
@@ -189,7 +190,7 @@ TEST_CASE("egress on the Landlock rung: the proxy's port on another address, a r
   // 198.18.0.1 at that port (the address Landlock's port rule alone would
   // let through), and a host process knocks on the proxy.
   auto r = w.run("mkfifo " + q("f1") + " " + q("f2") + " " + q("r3") + "; " +
-                 w.landlock("--report " + q("report.json"), "/usr/bin/python3 " + q("client.py") + " attack " +
+                 w.landlock("--report " + q("report.json") + " --network-log " + q("net.log"), "/usr/bin/python3 " + q("client.py") + " attack " +
                                                                 q("f1") + " " + q("f2")) +
                  " > " + q("inside.out") + " 2>&1 & ns=$!; read port < " + q("f1") + "; " +
                  "/usr/bin/python3 " + q("attacker.py") + " 198.18.0.1 $port " + q("attacker.log") + " " + q("r3") +
@@ -220,6 +221,10 @@ TEST_CASE("egress on the Landlock rung: the proxy's port on another address, a r
   const std::string json = read_file(w.dir / "report.json");
   CHECK_THAT(json, ContainsSubstring(R"("protocol":"connect","host":"198.18.0.1","port":)" + value(r.out, "port")));
   CHECK_THAT(json, ContainsSubstring(R"("reason":"not-from-the-sandbox")"));
+  // The log streamed the same refusals while the command ran.
+  const std::string log = read_file(w.dir / "net.log");
+  CHECK_THAT(log, ContainsSubstring(R"("protocol":"connect","host":"198.18.0.1","port":)" + value(r.out, "port")));
+  CHECK_THAT(log, ContainsSubstring(R"("reason":"not-from-the-sandbox")"));
 }
 
 TEST_CASE("egress on the namespace rung: the command can neither trace nor read the memory of any process",
