@@ -205,7 +205,9 @@ FilterSpec filter_spec(const FilterKey& key) {
     for (auto name : {"io_uring_setup", "io_uring_enter", "io_uring_register"})
       add_always(r, name, "io_uring: operations that bypass seccomp (setxattr among them)");
     if (key.deny_inet) add_deny_inet(r);
-    if (key.proxy) add_proxy_landlock(r);
+    // (--network none and proxy exclude each other: such a key is none's,
+    // and its precompiled program one already written.)
+    if (key.proxy && !key.deny_inet) add_proxy_landlock(r);
   } else if (key.proxy) {
     add_proxy_namespaces(r);
   }
