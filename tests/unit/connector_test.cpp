@@ -167,3 +167,16 @@ TEST_CASE("the Landlock rung keeps --network proxy from ABI 4: TCP connect and b
     CHECK(landlock::cannot_express(proxy_policy()).empty());
   }
 }
+
+TEST_CASE("the Landlock rung points the proxy environment at its port, and only what nsrun set", "[unit][egress]") {
+  std::vector<std::string> env = {"PATH=/usr/bin", "HTTP_PROXY=http://proxy.corp:8080"};
+  for (const auto& [key, value] : egress::proxy_environment("", egress::proxy_port))
+    if (key != "HTTP_PROXY") env.push_back(key + "=" + value);
+  egress::retarget_proxy_environment(env, 40001);
+  CHECK(env[0] == "PATH=/usr/bin");
+  CHECK(env[1] == "HTTP_PROXY=http://proxy.corp:8080");  // the policy's own (--setenv)
+  for (const auto& [key, value] : egress::proxy_environment("", 40001))
+    if (key != "HTTP_PROXY") CHECK(std::find(env.begin(), env.end(), key + "=" + value) != env.end());
+  CHECK(std::find(env.begin(), env.end(), "ALL_PROXY=socks5h://127.0.0.1:40001") != env.end());
+  for (const auto& e : env) CHECK(e.find("3128") == std::string::npos);
+}
