@@ -6,7 +6,10 @@
 // thread. So no socket of nsrun's listens where another host process
 // could reach it, nothing the command can ptrace, signal or replace
 // carries its traffic, and every connection leaves from the host to an
-// address nsrun resolved and checked against the rules itself.
+// address nsrun resolved and checked against the rules itself. The
+// Landlock rung has no network namespace: there nsrun makes the one
+// listener on the host's loopback and answers the command's connect()
+// itself (net/connector.hpp).
 #pragma once
 
 #include <sys/socket.h>
