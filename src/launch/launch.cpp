@@ -120,7 +120,11 @@ Result<void> load_command_filter(const Prepared& p, const BpfProgram& plain) {
     }
     // The plain filter would refuse every connect(): closed, but not what
     // was asked for; say why instead.
-    if (p.require_listener) return fail(listener.error());
+    if (p.require_listener) {
+      Error e = listener.error();
+      e.detail = "--network proxy on the Landlock rung answers connect() through it";
+      return fail(e);
+    }
   }
   if (p.require_listener) return fail(sys_error("seccomp listener", "", ENOSYS));
   return load_filter(plain);

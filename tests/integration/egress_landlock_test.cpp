@@ -244,3 +244,17 @@ TEST_CASE("egress on the namespace rung: the command can neither trace nor read 
   INFO(r.out << r.err);
   CHECK(r.out == "error EPERM\nerror EPERM\nerror EPERM\nerror EPERM\n");
 }
+
+TEST_CASE("egress on the Landlock rung fails closed where nsrun cannot answer connect()", "[egress][landlock]") {
+  require_landlock();
+  TempDir dir("egress");
+  // An outer nsrun that observes refusals keeps its command from loading a
+  // listening filter: the inner launch must stop, not run unanswered.
+  auto r = nsrun({"--backend", "landlock", "--verdict", "--", nsrun_path(), "--backend", "landlock", "--network", "proxy",
+                  "--allow-host", "a.test", "--", "/bin/sh", "-c", "echo inner-ran"},
+                 at(dir));
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 125);
+  CHECK_THAT(r.out, !ContainsSubstring("inner-ran"));
+  CHECK_THAT(r.err, ContainsSubstring("seccomp listener: --network proxy on the Landlock rung answers connect() through it"));
+}
