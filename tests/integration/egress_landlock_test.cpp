@@ -97,6 +97,29 @@ elif what == 'attack':
         s.close()
     stop.append(1); t.join()
     out('race', 'proxy=%(proxy)d refused=%(refused)d elsewhere=%(elsewhere)d' % seen)
+    # connect() on a unix socket continues in the kernel, which reads the fd
+    # and the address again: a thread swaps the fd for a TCP socket and the
+    # address for the attacker's meanwhile (Landlock must refuse those).
+    path = b'\0nsrun-%07d' % (os.getpid() % 10000000)
+    srv = socket.socket(socket.AF_UNIX); srv.bind(path); srv.listen(1024)
+    unix = struct.pack('=H', socket.AF_UNIX) + path
+    assert len(unix) == 16
+    target = os.dup(srv.fileno())
+    u = socket.socket(socket.AF_UNIX); os.dup2(u.fileno(), target); u.close(); ctypes.memmove(buf, unix, 16)
+    out('swap_plain', 'connected' if libc.connect(target, buf, 16) == 0 else os.strerror(ctypes.get_errno()))
+    stop = []
+    def swap():
+        while not stop:
+            u = socket.socket(socket.AF_UNIX); os.dup2(u.fileno(), target); u.close(); ctypes.memmove(buf, unix, 16)
+            for _ in range(200): pass  # a while in the unix state, so both paths are taken
+            t4 = socket.socket(); os.dup2(t4.fileno(), target); t4.close(); ctypes.memmove(buf, bad, 16)
+    t = threading.Thread(target=swap); t.start()
+    counts = {}
+    for _ in range(300):
+        k = 'connected' if libc.connect(target, buf, 16) == 0 else os.strerror(ctypes.get_errno())
+        counts[k] = counts.get(k, 0) + 1
+    stop.append(1); t.join()
+    out('swap', ' '.join('%s:%d' % kv for kv in sorted(counts.items())))
 )PY";
 
 // The attacker's listener on 198.18.0.1:PORT: one line in LOG per
@@ -213,6 +236,10 @@ TEST_CASE("egress on the Landlock rung: the proxy's port on another address, a r
   CHECK_THAT(race, ContainsSubstring("elsewhere=0"));
   CHECK_FALSE(race.starts_with("proxy=0 "));
   // Only the control's connection reached the attacker.
+  // The unix path continues (swap_plain) and, whatever the swapping thread
+  // did meanwhile, no connect() reached the attacker.
+  CHECK(value(r.out, "swap_plain") == "connected");
+  INFO("swap: " << value(r.out, "swap"));
   CHECK(value(r.out, "control") == "logged");
   CHECK(value(r.out, "attacker_accepts") == "1");
   // The proxy's listener is on the host's loopback: a host process's
