@@ -200,10 +200,12 @@ bool Connector::handle_connect(int listener, const seccomp_notif& call, int sock
   sockaddr_storage addr{};
   iovec local{&addr, len};
   iovec remote{reinterpret_cast<void*>(call.data.args[1]), len};
-  if (len > 0 && ::process_vm_readv(call.pid, &local, 1, &remote, 1, 0) != static_cast<ssize_t>(len)) {
-    // A bad pointer is the command's EFAULT; a memory nsrun may not read (a
-    // command that made itself non-dumpable) is a refusal.
-    answer(listener, call, errno == EFAULT ? EFAULT : EACCES);
+  const ssize_t got = len > 0 ? ::process_vm_readv(call.pid, &local, 1, &remote, 1, 0) : 0;
+  if (got != static_cast<ssize_t>(len)) {
+    // A bad pointer (or a short read) is the command's EFAULT; a memory
+    // nsrun may not read (a command that made itself non-dumpable) is a
+    // refusal.
+    answer(listener, call, got < 0 && errno != EFAULT ? EACCES : EFAULT);
     return true;
   }
   if (!still_valid(listener, call)) return true;
