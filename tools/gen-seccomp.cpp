@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "seccomp/compile.hpp"
+#include "seccomp/writes.hpp"
 
 namespace {
 
@@ -72,10 +73,25 @@ int main(int argc, char** argv) {
   }
   auto no_userns = emit(out, written, "no_userns", nsrun::no_userns_spec());
   if (!no_userns) return 1;
+  // --watch-writes (seccomp/writes.hpp): alone (no notifying variant), or
+  // joined to each notifying variant (one listener per task).
+  const auto watch_spec = nsrun::watch_writes_spec();
+  for (const auto& rule : watch_spec.rules) names.emplace(nsrun::syscall_number(std::string(rule.syscall)), rule.syscall);
+  auto watch = emit(out, written, "watch_writes", watch_spec);
+  if (!watch) return 1;
+  std::vector<std::string> notify_watch_table;
+  for (unsigned i = 0; i < nsrun::FilterKey::variants; ++i) {
+    const auto spec = nsrun::notify_spec(nsrun::filter_spec(nsrun::FilterKey::from_index(i)));
+    auto name = emit(out, written, fmt::format("notify_watch_{}", i), nsrun::notify_watch_spec(spec));
+    if (!name) return 1;
+    notify_watch_table.push_back(*name);
+  }
   out += "\nconst std::span<const sock_filter> filters[] = {\n";
   for (const auto& name : table) out += fmt::format("    {},\n", name);
   out += "};\n\nconst std::span<const sock_filter> notify_filters[] = {\n";
   for (const auto& name : notify_table) out += fmt::format("    {},\n", name);
+  out += "};\n\nconst std::span<const sock_filter> notify_watch_filters[] = {\n";
+  for (const auto& name : notify_watch_table) out += fmt::format("    {},\n", name);
   out += "};\n\nconst std::pair<int, std::string_view> syscall_names[] = {\n";
   for (const auto& [nr, n] : names) out += fmt::format("    {{{}, \"{}\"}},\n", nr, n);
   out +=
@@ -83,6 +99,8 @@ int main(int argc, char** argv) {
       "std::span<const sock_filter> precompiled_filter(const FilterKey& key) { return filters[key.index()]; }\n"
       "std::span<const sock_filter> precompiled_notify_filter(const FilterKey& key) { return notify_filters[key.index()]; }\n"
       "std::span<const sock_filter> precompiled_no_userns_filter() { return " + *no_userns + "; }\n"
+      "std::span<const sock_filter> precompiled_watch_writes_filter() { return " + *watch + "; }\n"
+      "std::span<const sock_filter> precompiled_notify_watch_filter(const FilterKey& key) { return notify_watch_filters[key.index()]; }\n"
       "std::string_view precompiled_syscall_name(int nr) {\n"
       "  for (const auto& [n, name] : syscall_names)\n"
       "    if (n == nr) return name;\n"

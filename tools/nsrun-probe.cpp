@@ -48,7 +48,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <pthread.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -1060,6 +1063,92 @@ int cmd_rlimit(Args a) {
   return kExitOk;
 }
 
+// ---------------------------------------------------------------- --watch-writes
+
+// openat() relative to an open directory fd, not the cwd.
+int cmd_write_at(Args a) {
+  int dir = open(a.v[0], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) return refused(errno);
+  int fd = openat(dir, a.v[1], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int err = errno;
+  close(dir);
+  if (fd < 0) return refused(err);
+  close(fd);
+  print_line("ok");
+  return kExitOk;
+}
+
+struct RaceState {
+  char path[4096];
+  const char* a;
+  const char* b;
+  size_t len;
+  std::atomic<bool> stop{false};
+};
+
+void* flip_path(void* arg) {
+  auto* st = static_cast<RaceState*>(arg);
+  while (!st->stop.load(std::memory_order_relaxed)) {
+    for (size_t i = 0; i < st->len; ++i) reinterpret_cast<volatile char*>(st->path)[i] = st->b[i];
+    for (size_t i = 0; i < st->len; ++i) reinterpret_cast<volatile char*>(st->path)[i] = st->a[i];
+  }
+  return nullptr;
+}
+
+// N opens for writing of one buffer that a second thread keeps rewriting
+// between PATH_A and PATH_B (same length): what the kernel answered, by kind.
+int cmd_write_race(Args a) {
+  static RaceState st;
+  st.a = a.v[0];
+  st.b = a.v[1];
+  st.len = strlen(st.a);
+  if (st.len != strlen(st.b) || st.len >= sizeof st.path) {
+    const char* msg = "nsrun-probe: write-race: the paths must have the same length\n";
+    write_all(STDERR_FILENO, msg, strlen(msg));
+    return kExitUsage;
+  }
+  memcpy(st.path, st.a, st.len + 1);
+  long n = atol(a.v[2]);
+  pthread_t thread;
+  if (pthread_create(&thread, nullptr, flip_path, &st) != 0) return refused(EAGAIN);
+  long ok = 0, denied = 0, missing = 0, other = 0;
+  for (long i = 0; i < n; ++i) {
+    int fd = open(st.path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      ++ok;
+      close(fd);
+    } else if (errno == EROFS || errno == EACCES || errno == EPERM) {
+      ++denied;
+    } else if (errno == ENOENT) {
+      ++missing;
+    } else {
+      ++other;
+    }
+  }
+  st.stop = true;
+  pthread_join(thread, nullptr);
+  Line().word("ok").number(ok).word("refused").number(denied).word("missing").number(missing).word("other").number(other).print();
+  return kExitOk;
+}
+
+// N opens for writing (or, with `ro`, for reading) and closes of PATH,
+// timed: the per-call cost.
+int cmd_open_loop(Args a) {
+  long n = atol(a.v[1]);
+  const int flags = a.n > 2 && strcmp(a.v[2], "ro") == 0 ? O_RDONLY | O_CLOEXEC : O_WRONLY | O_CREAT | O_CLOEXEC;
+  timespec t0{}, t1{};
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (long i = 0; i < n; ++i) {
+    int fd = open(a.v[0], flags, 0644);
+    if (fd < 0) return refused(errno);
+    close(fd);
+  }
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  long long ns = (t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec);
+  Line().word("ns_per_open").number(n > 0 ? ns / n : 0).print();
+  return kExitOk;
+}
+
 // ---------------------------------------------------------------- dispatch
 
 struct Subcommand {
@@ -1124,6 +1213,10 @@ constexpr Subcommand kSubcommands[] = {
     {"fork-bomb", "MAX", 1, 1, cmd_fork_bomb},
     {"hog", "MIB", 1, 1, cmd_hog},
     {"rlimit", "core|nofile|nproc|as|fsize", 1, 1, cmd_rlimit},
+    // --watch-writes (tests/integration/watch_writes_test.cpp, docs/bench.md).
+    {"write-at", "DIR NAME", 2, 2, cmd_write_at},
+    {"write-race", "PATH_A PATH_B N", 3, 3, cmd_write_race},
+    {"open-loop", "PATH N [ro]", 2, 3, cmd_open_loop},
 };
 
 void print_usage() {

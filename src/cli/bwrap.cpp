@@ -333,11 +333,7 @@ class Parser {
     } else {
       for (std::size_t c = 0; c < caps.size(); ++c) {
         if (!caps.test(c)) continue;
-        char* n = cap_to_name(static_cast<cap_value_t>(c));
-        if (n != nullptr) {
-          p.cap_add.emplace_back(n);
-          cap_free(n);
-        }
+        p.cap_add.push_back(capability_name(static_cast<cap_value_t>(c)));
       }
     }
 

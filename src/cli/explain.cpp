@@ -3,7 +3,6 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sched.h>
-#include <sys/capability.h>
 #include <sys/stat.h>
 
 #include <memory>
@@ -13,6 +12,7 @@
 #include "landlock/ruleset.hpp"
 #include "launch/landlock_rung.hpp"
 #include "launch/launch.hpp"
+#include "ns/credentials.hpp"
 #include "policy/env.hpp"
 #include "policy/protect.hpp"
 #include "sys/fd.hpp"
@@ -126,9 +126,7 @@ void explain_namespaces(const Prepared& prepared, std::string& out) {
   out += describe(prepared.plan);
   std::string kept;
   for (cap_value_t c : prepared.keep_caps) {
-    char* n = cap_to_name(c);
-    kept += fmt::format("{}{}", kept.empty() ? "" : " ", n != nullptr ? n : "?");
-    cap_free(n);
+    kept += fmt::format("{}{}", kept.empty() ? "" : " ", capability_name(c));
   }
   out += kept.empty() ? "capabilities: all dropped; no_new_privs\n"
                       : fmt::format("capabilities: all dropped but {}; no_new_privs\n", kept);
@@ -233,6 +231,11 @@ Result<std::string> explain(const Policy& policy) {
   out += fmt::format("refused calls: {}\n", prepared->seccomp_notify.empty()
                                                  ? "refused by the filter, not observed (no --report or --verdict)"
                                                  : "sent to nsrun, recorded and refused (SECCOMP_RET_USER_NOTIF)");
+  if (policy.watch_writes)
+    out += fmt::format("write watch: on ({}: write-intent calls go to nsrun, which reads their paths and always "
+                       "lets them continue; attempts outside the writable roots are listed as observations)\n",
+                       prepared->watch_writes.empty() ? "its rules join the notifying filter (one listener per task)"
+                                                      : "a filter of its own, loaded before the plain one");
   out += protection_lines(policy);
   std::string names;
   for (const auto& e : prepared->env) names += fmt::format(" {}", e.substr(0, e.find('=')));

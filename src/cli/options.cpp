@@ -416,6 +416,9 @@ std::span<const OptionSpec> option_table() {
        }},
       {.native = {"--verdict", "", "one stderr line when the command failed after the sandbox refused something"},
        .json = "verdict", .set = set_value(&Policy::verdict, true)},
+      {.native = {"--watch-writes", "", "list write attempts outside the writable roots in the report and the verdict "
+                                        "(observed, never decided on; a round trip per write call)"},
+       .json = "watch_writes", .set = set_value(&Policy::watch_writes, true)},
 
       // ---- bubblewrap 0.11's command line (docs/bwrap.md), in its --help order ----
       {.bwrap = {"--args", "FD", "Read more arguments, separated by NUL bytes, from FD"}, .arity = 1,

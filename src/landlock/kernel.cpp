@@ -47,8 +47,9 @@ Result<Fd> build(const Ruleset& r) {
 Result<void> add_path_rule(int ruleset_fd, const PathRule& rule) {
   // A native writable root is opened through no symlink: a link swapped
   // in by a writer would otherwise grant write access to its target.
-  Fd path(rule.no_symlinks ? sys::openat2(AT_FDCWD, rule.path.c_str(), O_PATH | O_CLOEXEC, 0, RESOLVE_NO_SYMLINKS)
-                           : ::open(rule.path.c_str(), O_PATH | O_CLOEXEC));
+  const int flags = O_PATH | O_CLOEXEC | (rule.directory ? O_DIRECTORY : 0);
+  Fd path(rule.no_symlinks ? sys::openat2(AT_FDCWD, rule.path.c_str(), flags, 0, RESOLVE_NO_SYMLINKS)
+                           : ::open(rule.path.c_str(), flags));
   if (!path) {
     if (rule.optional && errno == ENOENT) return {};
     if (errno == ELOOP && rule.no_symlinks)
@@ -57,10 +58,14 @@ Result<void> add_path_rule(int ruleset_fd, const PathRule& rule) {
                             "resolved path)"));
     return fail(sys_error(Operation::landlock_rule, rule.path));
   }
-  struct stat st{};
-  if (::fstat(path.get(), &st) != 0) return fail(sys_error(Operation::stat, rule.path));
+  bool directory = rule.directory;  // then O_DIRECTORY made sure of it
+  if (!directory) {
+    struct stat st{};
+    if (::fstat(path.get(), &st) != 0) return fail(sys_error(Operation::stat, rule.path));
+    directory = S_ISDIR(st.st_mode);
+  }
   PathBeneathAttr beneath;
-  beneath.allowed_access = S_ISDIR(st.st_mode) ? rule.access : rule.access & fs::file_rights;
+  beneath.allowed_access = directory ? rule.access : rule.access & fs::file_rights;
   beneath.parent_fd = path.get();
   if (add_rule(ruleset_fd, rule_path_beneath, &beneath) != 0) return fail(sys_error(Operation::landlock_add_rule, rule.path));
   return {};

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "landlock/abi.hpp"
+#include "policy/paths.hpp"
 #include "policy/presets.hpp"
 #include "seccomp/rules.hpp"
 #include "sys/error.hpp"
@@ -37,11 +38,6 @@ std::string_view name(Enforcement e) {
 namespace {
 
 using K = MountOp::Kind;
-
-bool under(std::string_view path, std::string_view root) {
-  if (root == "/") return true;
-  return path == root || (path.starts_with(root) && path.size() > root.size() && path[root.size()] == '/');
-}
 
 // The devices a command needs to work at all: the bit buckets and the
 // controlling terminal. Writing them changes nothing on the host.
@@ -87,7 +83,7 @@ std::string cannot_express(const Policy& p) {
         // Landlock rights only add up along a path: nothing below a writable
         // root can be made read-only again.
         for (const auto& w : writable)
-          if (under(m.dest, w)) return fmt::format("{} {} inside the writable {}", name(m.kind), m.dest, w);
+          if (at_or_below(m.dest, w)) return fmt::format("{} {} inside the writable {}", name(m.kind), m.dest, w);
         break;
       case K::bind:
         if (m.source != m.dest) return fmt::format("bind {} -> {}", m.source, m.dest);
@@ -142,7 +138,7 @@ std::expected<Ruleset, CannotExpress> make_ruleset(const Policy& p, int abi, con
     if (m.kind != MountOp::Kind::bind || !inside.empty()) return;
     for (const auto& h : p.hidden_paths) {
       const std::string_view plain = h.ends_with('/') ? std::string_view(h).substr(0, h.size() - 1) : h;
-      if (under(plain, m.dest)) {
+      if (at_or_below(plain, m.dest)) {
         inside = fmt::format("hidden credential {} inside the writable root {} (--allow-read it, or use the "
                              "namespace rung)",
                              plain, m.dest);
@@ -186,10 +182,16 @@ std::expected<Ruleset, CannotExpress> make_ruleset(const Policy& p, int abi, con
       auto listed = in.listings.find(dir);
       if (listed == in.listings.end())
         return std::unexpected(CannotExpress{fmt::format("hidden credentials below {} (it cannot be listed)", dir)});
-      r.rules.push_back({dir, fs::read_dir, false, "list only: a hidden credential is below"});
-      for (const auto& entry : listed->second) {
-        const std::string path = dir == "/" ? "/" + entry : dir + "/" + entry;
-        if (!hidden_or_above(path)) r.rules.push_back({path, reading, true, "read and execute"});
+      r.rules.push_back({dir, fs::read_dir, false, "list only: a hidden credential is below", false, true});
+      for (const auto& listed_name : listed->second) {
+        const bool directory = listed_name.size() > 1 && listed_name.ends_with('/');
+        const std::string_view entry = directory ? std::string_view(listed_name).substr(0, listed_name.size() - 1)
+                                                 : std::string_view(listed_name);
+        const std::string path = dir == "/" ? fmt::format("/{}", entry) : fmt::format("{}/{}", dir, entry);
+        // Opened through no symlink: an entry swapped for a link after it
+        // was listed would carry the right to the link's target (a hidden
+        // path); the launch then fails instead.
+        if (!hidden_or_above(path)) r.rules.push_back({path, reading, true, "read and execute", true, directory});
       }
     }
   }

@@ -284,21 +284,19 @@ std::vector<std::string> terminals() {
 
 namespace {
 
-// The entries of each directory above a hidden credential (Inputs::listings).
-// A symlink among them that leads to a hidden path, below one, or above
-// one would carry the reading right there: it is left out (unreadable).
+// The entries of each directory above a hidden credential (Inputs::listings),
+// symlinks left out. A symlink needs no rule of its own: Landlock checks the
+// path the kernel resolved, never the names on the way, so /lib -> usr/lib
+// is read through /usr's rule, and a link to (or into, or above) a hidden
+// path reaches only what that path's own rules allow. Leaving them out
+// also spares resolving each one (realpath: a readlink per component) and
+// the rule that would have been put on its target. The type comes from
+// readdir's d_type (a directory's name gets a trailing '/', so its rule
+// needs no fstat either); only a file system that does not fill it in
+// costs an fstatat. tests/integration/startup_test.cpp holds the promise through
+// links of each kind.
 std::map<std::string, std::vector<std::string>> hidden_listings(const std::vector<std::string>& hidden) {
   std::map<std::string, std::vector<std::string>> out;
-  auto reaches_hidden = [&](const std::string& real) {
-    for (const auto& h : hidden) {
-      const std::string_view plain = h.ends_with('/') ? std::string_view(h).substr(0, h.size() - 1) : h;
-      const auto inside = [](std::string_view a, std::string_view b) {  // a at or below b
-        return b == "/" || a == b || (a.starts_with(b) && a.size() > b.size() && a[b.size()] == '/');
-      };
-      if (inside(real, plain) || inside(plain, real)) return true;
-    }
-    return false;
-  };
   for (const auto& dir : hidden_ancestors(hidden)) {
     Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!fd) continue;
@@ -307,16 +305,16 @@ std::map<std::string, std::vector<std::string>> hidden_listings(const std::vecto
     (void)fd.release();
     std::vector<std::string> names;
     while (dirent* e = ::readdir(d.get())) {
-      const std::string name = e->d_name;
+      const std::string_view name = e->d_name;
       if (name == "." || name == "..") continue;
-      struct stat st{};
-      if (::fstatat(::dirfd(d.get()), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-      if (S_ISLNK(st.st_mode)) {
-        char real[PATH_MAX];
-        const std::string path = dir == "/" ? "/" + name : dir + "/" + name;
-        if (::realpath(path.c_str(), real) == nullptr || reaches_hidden(real)) continue;
+      unsigned char type = e->d_type;
+      if (type == DT_UNKNOWN) {
+        struct stat st{};
+        if (::fstatat(::dirfd(d.get()), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+        type = S_ISLNK(st.st_mode) ? DT_LNK : S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
       }
-      names.push_back(name);
+      if (type == DT_LNK) continue;
+      names.push_back(type == DT_DIR ? fmt::format("{}/", name) : std::string(name));
     }
     out.emplace(dir, std::move(names));
   }
@@ -503,8 +501,8 @@ LaunchOutcome run(Prepared& p, Readiness ready) {
   fd->reset();
   if (words) words->child.reset();
   p.words_fd = -1;
-  // Started after the fork, as on the namespace rung: the supervisor never
-  // inherits a running thread, nor a lock one of them held.
+  // As on the namespace rung: its thread starts from nsrun's wait loop at
+  // the first connection (supervise()), never before the fork.
   std::unique_ptr<egress::Egress> proxy;
   if (proxy_listener) {
     auto started = egress::Egress::start_on(*p.egress, std::move(proxy_listener));
@@ -521,7 +519,7 @@ LaunchOutcome run(Prepared& p, Readiness ready) {
     proxy = std::move(*started);
     connector->on_decision([e = proxy.get()](egress::Decision d) { e->record(std::move(d)); });
   }
-  out = supervise(child, channel->parent.get(), p, original_mask, "the supervisor");
+  out = supervise(child, channel->parent.get(), p, original_mask, "the supervisor", proxy.get());
   if (proxy) p.egress_decisions = proxy->stop();
   // The supervisor has ended the command's processes and removed the
   // TMPDIR; only if it was killed itself is anything left, now ours.

@@ -111,7 +111,20 @@ void close_all_but(const std::vector<Fd>& held, std::initializer_list<int> also)
 // command never holds it. Where the kernel (or an outer sandbox, whose
 // filter refuses listeners) says no, the plain filter: the same refusals,
 // unobserved.
-Result<void> load_command_filter(const Prepared& p, const BpfProgram& plain) {
+Result<void> load_command_filter(const Prepared& p, const BpfProgram& plain, bool landlock) {
+  // --watch-writes. The kernel allows one listener per task (a second
+  // SECCOMP_FILTER_FLAG_NEW_LISTENER in the chain is EBUSY), so the watch's
+  // rules are in the notifying variant when there is one, and nsrun tells
+  // a refusal from an observation by the call's registers
+  // (watch_continues()). Only without a variant (--seccomp log, none) is
+  // the watch a filter of its own, loaded first: the plain filter's errnos
+  // outrank its notifications. Where no listener can be had, the run goes
+  // on unwatched and the report says "unobserved". On the Landlock rung
+  // nsrun learns the private TMPDIR first (a writable place there).
+  if (p.write_scope && p.words_fd >= 0 && landlock)
+    if (const char* tmpdir = env_lookup(p.env, "TMPDIR"); tmpdir != nullptr) send_private_tmpdir(p.words_fd, tmpdir);
+  if (!p.watch_writes.empty() && p.words_fd >= 0)
+    if (auto listener = load_filter_listening(p.watch_writes)) send_watch_listener(p.words_fd, listener->get());
   if (!p.seccomp_notify.empty() && p.words_fd >= 0) {
     auto listener = load_filter_listening(p.seccomp_notify);
     if (listener) {
@@ -177,7 +190,7 @@ Error try_exec(Prepared& p) {
   }
   // Last: from here on the command's own restrictions apply to us too.
   if (!setup.confined_by_parent)
-    if (auto r = load_command_filter(p, setup.filter != nullptr ? *setup.filter : p.seccomp); !r)
+    if (auto r = load_command_filter(p, setup.filter != nullptr ? *setup.filter : p.seccomp, landlock); !r)
       die(channel, r.error());
   for (const auto& program : p.extra_seccomp)
     if (auto r = load_filter(program); !r) die(channel, r.error());
@@ -327,7 +340,7 @@ namespace {
     if (auto r = enter_directory(p.plan); !r) die(channel, r.error());
     if (auto r = set_capabilities({}); !r) die(channel, r.error());
     if (auto r = set_no_new_privs(); !r) die(channel, r.error());
-    if (auto r = load_command_filter(p, p.seccomp); !r) die(channel, r.error());
+    if (auto r = load_command_filter(p, p.seccomp, false); !r) die(channel, r.error());
   }
   const pid_t command = spawn_command(channel, p, original_mask, setup);
   if (command < 0) die(channel, sys_error(Operation::fork, "command"));
@@ -533,7 +546,7 @@ LaunchOutcome run_namespaces(Prepared& p) {
       if (cgroup_v1) (void)cgroup_v1->remove();
       return out;
     }
-    result = supervise(child, channel->parent.get(), p, original_mask, "PID 1");
+    result = supervise(child, channel->parent.get(), p, original_mask, "PID 1", proxy->get());
     p.egress_decisions = (*proxy)->stop();
   }
   if (cgroup || cgroup_v1) {
@@ -554,7 +567,7 @@ LaunchOutcome run_namespaces(Prepared& p) {
 }
 
 LaunchOutcome supervise(pid_t child, int channel, Prepared& p, const sigset_t& original_mask,
-                        std::string_view first_process) {
+                        std::string_view first_process, egress::Egress* proxy) {
   LaunchOutcome out;
   // Not zeroed: only the bytes received are touched.
   ChannelBytes bytes;
@@ -607,6 +620,14 @@ LaunchOutcome supervise(pid_t child, int channel, Prepared& p, const sigset_t& o
   watching.rlimits = p.limits.rlimits;
   watching.notify_spec = p.seccomp_notify_spec;
   watching.notify_handler = p.notify_handler;
+  watching.writes = p.write_scope;
+  // --network proxy: its thread starts at the first connection or query.
+  if (proxy != nullptr) {
+    watching.wake_fds = proxy->wake_fds();
+    watching.wake = [proxy] {
+      if (!proxy->wake()) fmt::print(stderr, "nsrun: --network proxy: the proxy could not start; the sandbox's connections are refused\n");
+    };
+  }
   out.verdict = watch(watching);
   out.verdict.limits = p.limits.decisions;
   out.exit_code = out.verdict.ended.code;
@@ -744,7 +765,7 @@ Result<RungLimits> rung_limits(const Policy& policy, FilterRung rung) {
     if (facts.cgroup_version == 1) out.cgroup_v1_dirs = detect_cgroup_v1().dirs;
     else out.cgroup_base = detect_cgroup_v2().dir;
   }
-  out.observe = !policy.report_path.empty() || policy.report_fd.has_value() || policy.verdict;
+  out.observe = !policy.report_path.empty() || policy.report_fd.has_value() || policy.verdict || policy.watch_writes;
   // --network proxy on the Landlock rung: nsrun answers the command's
   // connect() through the listener (net/connector.hpp), observed or not.
   const bool answers = rung == FilterRung::landlock && policy.network == Network::proxy;
@@ -757,6 +778,12 @@ Result<RungLimits> rung_limits(const Policy& policy, FilterRung rung) {
     out.notify = std::move(*notify);
     out.notify_spec = notify_spec(filter_spec(policy, rung));
   }
+  if (policy.watch_writes) {
+    auto watch = out.notify.empty() ? compile_watch_writes_filter() : compile_notify_watch_filter(policy, rung);
+    if (!watch) return fail(watch.error());
+    (out.notify.empty() ? out.watch_writes : out.notify) = std::move(*watch);
+    out.write_scope = write_scope(policy, rung == FilterRung::landlock);
+  }
   return out;
 }
 
@@ -768,6 +795,8 @@ void apply_limits(Prepared& p, RungLimits l) {
   p.observe = l.observe;
   p.seccomp_notify = std::move(l.notify);
   p.seccomp_notify_spec = std::move(l.notify_spec);
+  p.watch_writes = std::move(l.watch_writes);
+  p.write_scope = std::move(l.write_scope);
   p.cgroup_base = std::move(l.cgroup_base);
   p.cgroup_v1_dirs = std::move(l.cgroup_v1_dirs);
 }

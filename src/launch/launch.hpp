@@ -5,7 +5,6 @@
 
 #include <functional>
 #include <signal.h>
-#include <sys/capability.h>
 
 #include <optional>
 #include <string>
@@ -15,7 +14,9 @@
 #include "mount/plan.hpp"
 #include "policy/limits.hpp"
 #include "net/egress.hpp"
+#include "ns/credentials.hpp"
 #include "policy/policy.hpp"
+#include "policy/write_scope.hpp"
 #include "seccomp/filter.hpp"
 #include "sys/error.hpp"
 #include "sys/timeline.hpp"
@@ -56,6 +57,10 @@ struct Prepared {
   bool observe = false;                    // a report or --verdict wants the verdict
   BpfProgram seccomp_notify;               // `seccomp` with refusals sent to nsrun; empty: none
   FilterSpec seccomp_notify_spec;          // its rules, for the answers' errnos
+  // --watch-writes: its rules are in `seccomp_notify` when there is one
+  // (one listener per task); else this program, with a listener of its own.
+  BpfProgram watch_writes;
+  std::optional<WriteScope> write_scope;   // set: watched; where this rung lets the command write
   int words_fd = -1;                       // the sandbox's end of the last-words socket (ns/outcome.hpp)
   int words_parent_fd = -1;                // nsrun's end
   int last_pid_fd = -1;                    // PID 1: /proc/sys/kernel/ns_last_pid
@@ -92,6 +97,8 @@ struct RungLimits {
   bool observe = false;
   BpfProgram notify;
   FilterSpec notify_spec;
+  BpfProgram watch_writes;
+  std::optional<WriteScope> write_scope;
   std::string cgroup_base;
   std::vector<std::pair<std::string, std::string>> cgroup_v1_dirs;
 };
@@ -137,9 +144,10 @@ void arm_die_with_parent(int channel);
 // forwarding signals. A sandbox that dies before the command's exec
 // (SIGKILL, the OOM killer) ends as an error of the phase "set-up" (exit
 // 125); one that dies after it, with the status it died with (137 for a
-// SIGKILL), as the command would.
+// SIGKILL), as the command would. `proxy` (--network proxy) has its thread
+// started by the wait loop at the first connection or query.
 LaunchOutcome supervise(pid_t child, int channel, Prepared& p, const sigset_t& original_mask,
-                        std::string_view first_process);
+                        std::string_view first_process, egress::Egress* proxy = nullptr);
 
 // Runs the command; returns nsrun's exit status (the command's, or 125, 126,
 // 127 for nsrun's own failures, with the message already printed).

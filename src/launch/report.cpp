@@ -70,6 +70,25 @@ void add_verdict(json::Value& out, const LaunchReport& r) {
     }
     out.set("denials", std::move(denials));
   }
+  // --watch-writes: observations (paths read from the command's memory,
+  // racy), marked as such; present only when asked for.
+  if (v.started && v.writes_watched && !v.writes_observed) {
+    out.set("writes_outside", "unobserved");
+  } else if (v.writes_watched) {
+    Value writes = Value::array();
+    for (const auto& w : v.writes_outside) {
+      Value item = Value::object();
+      item.set("path", w.path);
+      item.set("syscall", w.syscall);
+      item.set("where", name(w.where));
+      item.set("count", w.count);
+      item.set("first_pid", w.first_pid);
+      item.set("observed", true);
+      writes.push_back(std::move(item));
+    }
+    out.set("writes_outside", std::move(writes));
+    if (v.writes_outside_dropped > 0) out.set("writes_outside_dropped", v.writes_outside_dropped);
+  }
 }
 
 // A JSON array with `item(x)` for each element.

@@ -2,18 +2,21 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 
 #include <fmt/format.h>
 
 #include "ns/outcome.hpp"
 #include "ns/reaper.hpp"
+#include "seccomp/precompiled.hpp"
 #include "sys/fd.hpp"
 #include "sys/timeline.hpp"
 
@@ -21,7 +24,13 @@ namespace nsrun {
 
 namespace {
 
+// <linux/seccomp.h> of Linux 6.6, newer than some build hosts' headers.
+constexpr unsigned long seccomp_notif_set_flags = _IOW('!', 4, uint64_t);  // SECCOMP_IOCTL_NOTIF_SET_FLAGS
+constexpr uint64_t seccomp_sync_wake_up = 1;                               // SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
+
 uint64_t micros(const timeval& t) { return static_cast<uint64_t>(t.tv_sec) * 1'000'000 + static_cast<uint64_t>(t.tv_usec); }
+
+constexpr std::size_t max_wake_fds = 3;
 
 bool has_rlimit(const std::vector<RlimitSetting>& rl, std::string_view n) {
   return std::ranges::any_of(rl, [&](const RlimitSetting& r) { return r.name == n; });
@@ -37,8 +46,31 @@ Verdict watch(const WatchSetup& s) {
   Fd sigfd(::signalfd(-1, &waited, SFD_CLOEXEC | SFD_NONBLOCK));
 
   SandboxWords words;
-  DenialLog log(s.notify_spec, s.notify_handler);
+  DenialLog log(s.notify_spec);
   bool listener_open = true;
+  std::optional<WriteLog> writes;
+  if (s.writes) writes.emplace(*s.writes);
+  bool tmpdir_known = false;
+  // One listener at most (the kernel allows one per task): the notifying
+  // variant's, which refuses and (with --watch-writes) observes, or the
+  // watch's own. Each notification goes where its registers say: only a
+  // watched call the rules do not refuse is continued.
+  auto active = [&]() -> const Fd& { return words.listener ? words.listener : words.watch_listener; };
+  bool sync_asked = false;
+  auto serve = [&](int fd) {
+    Notification n = Notification::receive(fd);
+    if (!n) return errno == EINTR || errno == ENOENT;
+    const seccomp_notif& call = n.get();
+    // connect() and listen() under --network proxy on the Landlock rung.
+    if (s.notify_handler && s.notify_handler(fd, call)) return true;
+    const std::string_view name = precompiled_syscall_name(call.data.nr);
+    std::array<uint64_t, 6> args{};
+    for (std::size_t i = 0; i < args.size(); ++i) args[i] = call.data.args[i];
+    if (writes && !name.empty() && watch_continues(log.spec(), name, args)) writes->answer(fd, call);
+    else log.answer(fd, call);
+    return true;
+  };
+  bool woken = s.wake_fds.empty();
   bool timed_out = false;
   bool killed = false;
   uint64_t deadline_ns = s.timeout_ms ? start_ns + *s.timeout_ms * 1'000'000 : 0;
@@ -60,12 +92,27 @@ Verdict watch(const WatchSetup& s) {
     if (pid < 0 && errno == ECHILD) break;
 
     receive_words(s.words_fd, words);
-    pollfd fds[3];
+    if (writes && active() && !sync_asked) {
+      // --watch-writes makes a round trip of every write call: the
+      // notification then wakes nsrun on the caller's CPU, and the answer
+      // the caller on nsrun's, instead of through the scheduler's queues.
+      // Linux 6.6; older kernels say EINVAL and keep the usual wake-ups.
+      sync_asked = true;
+      (void)::ioctl(active().get(), seccomp_notif_set_flags, seccomp_sync_wake_up);
+    }
+    if (writes && !tmpdir_known && !words.private_tmpdir.empty()) {
+      tmpdir_known = true;
+      writes->set_private_tmpdir(words.private_tmpdir);
+    }
+    pollfd fds[3 + max_wake_fds];
     nfds_t n = 0;
     fds[n++] = pollfd{sigfd.get(), POLLIN, 0};
-    const int listener = words.listener && listener_open ? words.listener.get() : -1;
+    const int listener = active() && listener_open ? active().get() : -1;
     if (listener >= 0) fds[n++] = pollfd{listener, POLLIN, 0};
-    if (s.words_fd >= 0 && !words.closed && !words.listener) fds[n++] = pollfd{s.words_fd, POLLIN, 0};
+    if (s.words_fd >= 0 && !words.closed && !active()) fds[n++] = pollfd{s.words_fd, POLLIN, 0};
+    const nfds_t first_wake = n;
+    if (!woken)
+      for (std::size_t i = 0; i < s.wake_fds.size() && i < max_wake_fds; ++i) fds[n++] = pollfd{s.wake_fds[i], POLLIN, 0};
 
     int wait_ms = -1;
     if (deadline_ns != 0) {
@@ -90,7 +137,12 @@ Verdict watch(const WatchSetup& s) {
       }
     }
     if (ready <= 0) continue;
-    for (nfds_t i = 0; i < n; ++i) {
+    for (nfds_t i = first_wake; i < n && !woken; ++i)
+      if (fds[i].revents != 0) {
+        woken = true;
+        if (s.wake) s.wake();
+      }
+    for (nfds_t i = 0; i < first_wake; ++i) {
       if (fds[i].revents == 0) continue;
       if (fds[i].fd == sigfd.get()) {
         signalfd_siginfo info{};
@@ -100,7 +152,7 @@ Verdict watch(const WatchSetup& s) {
               sent_by_a_process(info.ssi_code))
             ::kill(s.child, static_cast<int>(info.ssi_signo));
       } else if (fds[i].fd == listener) {
-        if ((fds[i].revents & POLLIN) != 0) log.serve(listener);
+        if ((fds[i].revents & POLLIN) != 0) serve(listener);
         else if ((fds[i].revents & (POLLHUP | POLLERR)) != 0) listener_open = false;
       }
     }
@@ -108,13 +160,19 @@ Verdict watch(const WatchSetup& s) {
   v.usage.wall_us = (Timeline::now_ns() - start_ns) / 1000;
   receive_words(s.words_fd, words);
   // Calls still queued when the child ended: answered, and counted.
-  if (words.listener) {
-    pollfd p{words.listener.get(), POLLIN, 0};
-    while (::poll(&p, 1, 0) > 0 && (p.revents & POLLIN) != 0 && log.serve(words.listener.get())) {
+  if (active()) {
+    pollfd p{active().get(), POLLIN, 0};
+    while (::poll(&p, 1, 0) > 0 && (p.revents & POLLIN) != 0 && serve(active().get())) {
     }
   }
   v.denials_observed = words.listener.valid();
   v.denials = log.denials();
+  if (writes) {
+    v.writes_watched = true;
+    v.writes_observed = active().valid();
+    v.writes_outside = writes->attempts();
+    v.writes_outside_dropped = writes->dropped();
+  }
 
   v.usage.user_us = micros(ru.ru_utime);
   v.usage.sys_us = micros(ru.ru_stime);
@@ -149,6 +207,7 @@ std::string verdict_line(const Verdict& v) {
   if (!v.started || v.ended.code == 0) return {};
   std::vector<std::string> parts;
   if (!v.denials.empty()) parts.push_back(summarise(v.denials));
+  if (!v.writes_outside.empty()) parts.push_back(summarise(v.writes_outside, v.writes_outside_dropped));
   if (v.ended.how == "timeout") parts.push_back("the timeout");
   if (v.ended.how == "oom") parts.push_back("the memory limit (OOM kill)");
   if (v.ended.how == "rlimit") parts.push_back(fmt::format("the {} rlimit", v.ended.limit));

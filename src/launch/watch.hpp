@@ -8,12 +8,14 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "policy/limits.hpp"
 #include "seccomp/notify.hpp"
+#include "seccomp/writes.hpp"
 
 namespace nsrun {
 
@@ -41,6 +43,11 @@ struct Verdict {
   bool denials_observed = false;     // false: refusals happened unseen (no listener)
   std::vector<Denial> denials;
   std::vector<LimitDecision> limits;
+  // --watch-writes: observations, never decisions (seccomp/writes.hpp).
+  bool writes_watched = false;       // asked for
+  bool writes_observed = false;      // false: no listener could be had
+  std::vector<WriteAttempt> writes_outside;
+  uint64_t writes_outside_dropped = 0;  // attempts at distinct paths beyond the list's cap
 };
 
 struct WatchSetup {
@@ -52,6 +59,11 @@ struct WatchSetup {
   std::vector<RlimitSetting> rlimits;  // to name an rlimit behind SIGXCPU / SIGXFSZ
   FilterSpec notify_spec;              // the notifying filter's rules: each answer's errno
   NotifyHandler notify_handler;        // calls nsrun answers itself (--network proxy, Landlock rung)
+  std::optional<WriteScope> writes;    // --watch-writes: where this rung lets the command write
+  // Polled until one is readable, then `wake` is called once (the egress
+  // proxy's thread starts on demand, issue 16).
+  std::vector<int> wake_fds;
+  std::function<void()> wake;
 };
 
 // Waits for `child` to end (it was started with the launch's signals

@@ -21,6 +21,7 @@
 #include <cstring>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -262,7 +263,8 @@ Result<void> send_listeners(int to_nsrun) {
 struct Egress::State {
   EgressConfig config;
   Fd channel;       // from the sandbox, until the listeners arrive
-  Fd given;         // or the listener nsrun made (start_on)
+  std::optional<std::array<Fd, 3>> listeners;  // taken by nsrun's wait loop before the thread starts
+  bool woken = false;  // the main loop was started (or could not be)
   Fd stop_event;    // eventfd: the main loop's stop signal
   std::mutex mutex;
   std::condition_variable idle;
@@ -820,14 +822,19 @@ void start_worker(const std::shared_ptr<State>& s, std::function<void(State&)> f
     s->leave();
 }
 
-Result<std::array<Fd, 3>> receive_listeners(State& s) {
-  pollfd p[2] = {{s.channel.get(), POLLIN, 0}, {s.stop_event.get(), POLLIN, 0}};
-  while (::poll(p, 2, -1) < 0)
-    if (errno != EINTR) return fail(sys_error("egress listeners", "poll"));
-  if ((p[1].revents & POLLIN) != 0) return fail(Error{"egress listeners", 0, {}, "stopped"});
+Result<std::array<Fd, 3>> receive_listeners(State& s, bool wait = true) {
+  if (wait) {
+    pollfd p[2] = {{s.channel.get(), POLLIN, 0}, {s.stop_event.get(), POLLIN, 0}};
+    while (::poll(p, 2, -1) < 0)
+      if (errno != EINTR) return fail(sys_error("egress listeners", "poll"));
+    if ((p[1].revents & POLLIN) != 0) return fail(Error{"egress listeners", 0, {}, "stopped"});
+  }
   int fds[3] = {-1, -1, -1};
   ListenerMessage m;
-  const ssize_t n = ::recvmsg(s.channel.get(), &m.msg, MSG_CMSG_CLOEXEC);
+  ssize_t n;
+  do n = ::recvmsg(s.channel.get(), &m.msg, MSG_CMSG_CLOEXEC | (wait ? 0 : MSG_DONTWAIT));
+  while (n < 0 && errno == EINTR);
+  if (n < 0 && errno == EAGAIN && !wait) return fail(Error{"egress listeners", EAGAIN, {}, "not sent yet"});
   s.channel.reset();
   const cmsghdr* c = CMSG_FIRSTHDR(&m.msg);
   if (n != 1 || c == nullptr || c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(sizeof fds))
@@ -839,8 +846,7 @@ Result<std::array<Fd, 3>> receive_listeners(State& s) {
 void serve_listeners(const std::shared_ptr<State>& s, std::array<Fd, 3>& listeners);
 
 void main_loop(const std::shared_ptr<State>& s) {
-  auto listeners = s->given ? Result<std::array<Fd, 3>>(std::array<Fd, 3>{std::move(s->given), Fd(), Fd()})
-                            : receive_listeners(*s);
+  auto listeners = s->listeners ? Result<std::array<Fd, 3>>(std::move(*s->listeners)) : receive_listeners(*s);
   if (!listeners) return;
   serve_listeners(s, *listeners);
   // The UDP socket closes with this frame: wait for the DNS workers that
@@ -913,16 +919,46 @@ Result<std::unique_ptr<Egress>> Egress::start(const EgressConfig& config, Fd fro
   auto s = std::make_shared<State>();
   s->config = config;
   s->channel = std::move(from_sandbox);
-  s->given = std::move(given);
+  // The Landlock rung's one listener (no DNS: the other two stay -1,
+  // which poll() passes over).
+  if (given) s->listeners = std::array<Fd, 3>{std::move(given), Fd(), Fd()};
   s->stop_event = Fd(::eventfd(0, EFD_CLOEXEC));
   if (!s->stop_event) return fail(sys_error("egress proxy", "eventfd"));
-  s->workers = 1;
-  if (!spawn([s] {
-        main_loop(s);
-        s->leave();
-      }))
-    return fail(sys_error("egress proxy", "thread", EAGAIN));
+  // No thread yet: wake() starts it when nsrun's wait loop sees the first
+  // connection or query on a listener (issue 16: a launch that never uses
+  // the network pays for no thread).
   return std::unique_ptr<Egress>(new Egress(std::move(s)));
+}
+
+std::vector<int> Egress::wake_fds() {
+  State& s = *state_;
+  if (s.woken) return {};
+  // The sandbox sends them before it builds its root, so before it says
+  // exec; should they not be there yet, the channel itself is watched and
+  // the thread receives them as it did before.
+  if (!s.listeners && s.channel)
+    if (auto got = receive_listeners(s, false); got) s.listeners = std::move(*got);
+  if (!s.listeners) return s.channel ? std::vector<int>{s.channel.get()} : std::vector<int>{};
+  return {(*s.listeners)[0].get(), (*s.listeners)[1].get(), (*s.listeners)[2].get()};
+}
+
+bool Egress::wake() {
+  State& s = *state_;
+  if (s.woken) return true;
+  s.woken = true;
+  if (!s.enter()) return true;  // stopping already
+  auto shared = state_;
+  if (spawn([shared] {
+        main_loop(shared);
+        shared->leave();
+      }))
+    return true;
+  s.leave();
+  // No proxy: close the listeners, so that the sandbox's connections are
+  // refused rather than left hanging. Its network stays closed.
+  s.listeners.reset();
+  s.channel.reset();
+  return false;
 }
 
 std::vector<Decision> Egress::stop() {

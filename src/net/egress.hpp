@@ -86,6 +86,13 @@ class Egress {
   static Result<std::unique_ptr<Egress>> start(const EgressConfig& config, Fd from_sandbox);
   // The Landlock rung: nsrun made the (HTTP and SOCKS) listener itself; no DNS.
   static Result<std::unique_ptr<Egress>> start_on(const EgressConfig& config, Fd proxy_listener);
+  // The proxy's thread starts on demand: nsrun's wait loop polls these
+  // (the three listeners once the sandbox sent them, else the channel)
+  // and calls wake() when one is readable. Empty once woken.
+  std::vector<int> wake_fds();
+  // Starts the thread (once); false when it could not start, and then the
+  // listeners are closed: the sandbox's connections are refused.
+  bool wake();
   std::vector<Decision> stop();
   // A decision made outside the proxy (net/connector.hpp), into the same
   // list and log.

@@ -7,10 +7,49 @@
 
 #include <algorithm>
 #include <cctype>
+#include <iterator>
 
 #include <fmt/format.h>
 
 namespace nsrun {
+
+namespace {
+// Indexed by number, as <linux/capability.h> defines them; a unit test
+// holds it against libcap's names, and the static_assert against the
+// headers' last capability.
+constexpr std::string_view capability_names[] = {
+    "cap_chown",           "cap_dac_override",  "cap_dac_read_search", "cap_fowner",
+    "cap_fsetid",          "cap_kill",          "cap_setgid",          "cap_setuid",
+    "cap_setpcap",         "cap_linux_immutable", "cap_net_bind_service", "cap_net_broadcast",
+    "cap_net_admin",       "cap_net_raw",       "cap_ipc_lock",        "cap_ipc_owner",
+    "cap_sys_module",      "cap_sys_rawio",     "cap_sys_chroot",      "cap_sys_ptrace",
+    "cap_sys_pacct",       "cap_sys_admin",     "cap_sys_boot",        "cap_sys_nice",
+    "cap_sys_resource",    "cap_sys_time",      "cap_sys_tty_config",  "cap_mknod",
+    "cap_lease",           "cap_audit_write",   "cap_audit_control",   "cap_setfcap",
+    "cap_mac_override",    "cap_mac_admin",     "cap_syslog",          "cap_wake_alarm",
+    "cap_block_suspend",   "cap_audit_read",    "cap_perfmon",         "cap_bpf",
+    "cap_checkpoint_restore",
+};
+static_assert(std::size(capability_names) == CAP_LAST_CAP + 1, "a capability the table does not name");
+static_assert(CAP_NET_ADMIN == 12 && CAP_SYS_ADMIN == 21 && CAP_CHECKPOINT_RESTORE == 40);
+}  // namespace
+
+std::string capability_name(cap_value_t c) {
+  if (c >= 0 && static_cast<std::size_t>(c) < std::size(capability_names))
+    return std::string(capability_names[static_cast<std::size_t>(c)]);
+  return fmt::format("{}", c);
+}
+
+std::optional<cap_value_t> capability_from_name(std::string_view name) {
+  for (std::size_t c = 0; c < std::size(capability_names); ++c) {
+    const std::string_view known = capability_names[c];
+    if (name.size() == known.size() &&
+        std::equal(name.begin(), name.end(), known.begin(),
+                   [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == b; }))
+      return static_cast<cap_value_t>(c);
+  }
+  return std::nullopt;
+}
 
 Result<std::vector<cap_value_t>> parse_capabilities(const std::vector<std::string>& names) {
   std::vector<cap_value_t> out;
@@ -22,10 +61,9 @@ Result<std::vector<cap_value_t>> parse_capabilities(const std::vector<std::strin
       continue;
     }
     if (!name.starts_with("cap_")) name = "cap_" + name;
-    cap_value_t value = 0;
-    if (cap_from_name(name.c_str(), &value) != 0)
-      return fail(usage_error("--cap-add", fmt::format("{}: unknown capability", raw)));
-    out.push_back(value);
+    auto value = capability_from_name(name);
+    if (!value) return fail(usage_error("--cap-add", fmt::format("{}: unknown capability", raw)));
+    out.push_back(*value);
   }
   return out;
 }
@@ -73,8 +111,9 @@ Result<void> drop_bounding_and_ambient(const std::vector<cap_value_t>& keep) {
     for (cap_value_t c = 0;; ++c) {
       if (kept(keep, c)) continue;
       if (::prctl(PR_CAPBSET_DROP, c, 0, 0, 0) == 0) continue;
-      if (errno == EINVAL) break;
-      return fail(sys_error(Operation::drop_bounding, cap_to_name(c)));
+      const int err = errno;
+      if (err == EINVAL) break;
+      return fail(sys_error(Operation::drop_bounding, capability_name(c), err));
     }
   }
   if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL)
@@ -95,8 +134,10 @@ Result<void> set_capabilities(const std::vector<cap_value_t>& keep) {
   if (::syscall(SYS_capset, &header, data) != 0) return fail(sys_error(Operation::drop_capabilities));
   // Kept capabilities survive execve of an ordinary binary only as ambient.
   for (cap_value_t c : keep)
-    if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, c, 0, 0) != 0)
-      return fail(sys_error(Operation::raise_ambient, cap_to_name(c)));
+    if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, c, 0, 0) != 0) {
+      const int err = errno;
+      return fail(sys_error(Operation::raise_ambient, capability_name(c), err));
+    }
   return {};
 }
 

@@ -1,14 +1,29 @@
 // Credentials of the sandboxed processes: capabilities and no_new_privs.
 #pragma once
 
-#include <sys/capability.h>
-
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sys/error.hpp"
 
 namespace nsrun {
+
+// A capability's number, as the kernel counts them (CAP_CHOWN is 0).
+using cap_value_t = int;
+
+// The kernel's name of capability `c` in libcap's spelling ("cap_chown"),
+// or its number for one the kernel headers nsrun was built with do not
+// name. A table of nsrun's own rather than libcap's cap_to_name(): linking
+// libcap runs its library constructor in every nsrun process (6 prctl
+// calls to find the kernel's last capability, issue 16), for nothing nsrun
+// uses but these names.
+std::string capability_name(cap_value_t c);
+
+// The number of the capability named `name` ("cap_net_admin", any case),
+// nullopt for a name the table lacks. Only whole names: no numbers.
+std::optional<cap_value_t> capability_from_name(std::string_view name);
 
 // Capability names ("CAP_NET_ADMIN", "net_admin", "ALL") -> values; decided
 // before clone.

@@ -11,6 +11,10 @@ namespace nsrun {
 namespace {
 constexpr char status_tag = 'S';
 constexpr char listener_tag = 'L';
+constexpr char watch_tag = 'W';
+constexpr char tmpdir_tag = 'T';
+// The largest message: the TMPDIR tag and a path.
+constexpr std::size_t max_message = 1 + 4096;
 
 struct StatusMessage {
   char tag;
@@ -28,9 +32,9 @@ void send_final_status(int fd, int raw_status, int64_t processes) {
   sys::raw(SYS_sendto, fd, &m, sizeof m, MSG_NOSIGNAL | MSG_DONTWAIT, nullptr, 0);
 }
 
-void send_listener(int fd, int listener) {
+namespace {
+void send_fd(int fd, int listener, char tag) {
   if (fd < 0 || listener < 0) return;
-  char tag = listener_tag;
   iovec iov{&tag, 1};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
   msghdr msg{};
@@ -45,11 +49,24 @@ void send_listener(int fd, int listener) {
   std::memcpy(CMSG_DATA(c), &listener, sizeof(int));
   sys::raw(SYS_sendmsg, fd, &msg, MSG_NOSIGNAL, 0);
 }
+}  // namespace
+
+void send_listener(int fd, int listener) { send_fd(fd, listener, listener_tag); }
+
+void send_watch_listener(int fd, int listener) { send_fd(fd, listener, watch_tag); }
+
+void send_private_tmpdir(int fd, std::string_view tmpdir) {
+  if (fd < 0 || tmpdir.size() + 1 > max_message) return;
+  char buf[max_message];
+  buf[0] = tmpdir_tag;
+  std::memcpy(buf + 1, tmpdir.data(), tmpdir.size());
+  sys::raw(SYS_sendto, fd, buf, tmpdir.size() + 1, MSG_NOSIGNAL, nullptr, 0);
+}
 
 void receive_words(int fd, SandboxWords& into) {
   if (fd < 0 || into.closed) return;
   while (true) {
-    char buf[64];
+    char buf[max_message];
     iovec iov{buf, sizeof buf};
     alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)];
     msghdr msg{};
@@ -72,9 +89,15 @@ void receive_words(int fd, SandboxWords& into) {
         int received = -1;
         std::memcpy(&received, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
         Fd owned(received);
-        if (buf[0] == listener_tag && n == 1 && !into.listener) into.listener = std::move(owned);
+        if (buf[0] == listener_tag && n == 1 && !into.listener) {
+          into.listener = std::move(owned);
+        } else if (buf[0] == watch_tag && n == 1 && !into.watch_listener) {
+          into.watch_listener = std::move(owned);
+        }
       }
     }
+    if (buf[0] == tmpdir_tag && n > 1 && msg.msg_controllen == 0)
+      into.private_tmpdir.assign(buf + 1, static_cast<std::size_t>(n - 1));
     if (buf[0] == status_tag && static_cast<std::size_t>(n) == sizeof(StatusMessage)) {
       StatusMessage m;
       std::memcpy(&m, buf, sizeof m);

@@ -11,6 +11,8 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <string_view>
 
 #include "sys/error.hpp"
 #include "sys/fd.hpp"
@@ -21,12 +23,18 @@ namespace nsrun {
 // PID 1 may call them wherever it is.
 void send_final_status(int fd, int raw_status, int64_t processes);
 void send_listener(int fd, int listener);
+// --watch-writes: its own listener (only where the default filter has no
+// notifying variant), and the Landlock rung's private TMPDIR.
+void send_watch_listener(int fd, int listener);
+void send_private_tmpdir(int fd, std::string_view tmpdir);
 
 // nsrun side: what has arrived so far (non-blocking), merged into `into`.
 struct SandboxWords {
   std::optional<int> raw_status;   // the command's wait status
   std::optional<uint64_t> processes;
   Fd listener;                     // the seccomp notification fd
+  Fd watch_listener;               // --watch-writes' own notification fd (never with `listener`)
+  std::string private_tmpdir;      // the Landlock rung's TMPDIR, for --watch-writes
   bool closed = false;             // every sender is gone
 };
 void receive_words(int fd, SandboxWords& into);

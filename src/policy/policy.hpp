@@ -174,6 +174,7 @@ struct Policy {
   // Resource limits and the timeout (issue 15, policy/limits.hpp).
   Limits limits;
   bool verdict = false;                // --verdict: one stderr line when a non-zero end followed a refusal
+  bool watch_writes = false;           // --watch-writes: observe write-intent calls (seccomp/writes.hpp)
 
   std::string report_path;             // --report PATH
   std::optional<int> report_fd;        // --report-fd N

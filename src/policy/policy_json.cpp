@@ -361,6 +361,7 @@ const Readers<Policy>& policy_readers() {
          return {};
        }},
       {"verdict", bool_into(&Policy::verdict)},
+      {"watch_writes", bool_into(&Policy::watch_writes)},
       {"report_path", string_into(&Policy::report_path)},
       {"report_fd", optional_id_into(&Policy::report_fd)},
       {"argv", strings_into(&Policy::argv)},
@@ -423,6 +424,7 @@ json::Value to_json(const Policy& p) {
   out.set("pass_fds", ints(p.pass_fds));
   out.set("limits", to_json(p.limits));
   out.set("verdict", p.verdict);
+  out.set("watch_writes", p.watch_writes);
   out.set("report_path", p.report_path);
   out.set("report_fd", p.report_fd ? Value(*p.report_fd) : Value());
   out.set("argv", strings(p.argv));

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "policy/paths.hpp"
 #include "policy/protect.hpp"
 #include "policy/hosts.hpp"
 
@@ -43,10 +44,6 @@ Result<void> existing(std::string_view option, const std::string& path) {
   return {};
 }
 
-bool under(std::string_view path, std::string_view dir) {
-  return path == dir || (path.starts_with(dir) && path.size() > dir.size() && path[dir.size()] == '/');
-}
-
 // The workspace and the writable roots against the sandbox's own /dev, /proc
 // and /sys (issue 10, item 3). The preset orders a root of `/` before the
 // private mounts, by name; a path that resolves to `/` by another name (a
@@ -61,7 +58,7 @@ Result<void> outside_private_mounts(std::string_view option, const std::string& 
   if (r == "/" && path != "/")
     return fail(bad(option, path, "resolves to / (name / itself to mean the whole host)"));
   for (std::string_view dir : {"/proc", "/sys"})
-    if (under(r, dir))
+    if (at_or_below(r, dir))
       return fail(bad(option, path, fmt::format("inside {}, which the sandbox keeps its own", dir)));
   if (r == "/dev") return fail(bad(option, path, "is /dev, which the sandbox keeps its own"));
   return {};
@@ -259,6 +256,14 @@ Result<void> validate(const Policy& p, bool need_command, std::span<const std::s
     return fail(usage_error("--report-fd", fmt::format("{}: not an open descriptor", *p.report_fd)));
 
   if (auto r = validate_egress(p); !r) return r;
+
+  // --watch-writes observes a confined command for the report or the
+  // verdict: without a sandbox there is nothing to watch, without either
+  // nobody would see what it saw (and the command would pay for nothing).
+  if (p.watch_writes && p.mode == Mode::full_access)
+    return fail(usage_error("--watch-writes", "full-access runs the command unconfined: there is no filter to watch with"));
+  if (p.watch_writes && p.report_path.empty() && !p.report_fd && !p.verdict)
+    return fail(usage_error("--watch-writes", "nothing would show the observations (add --report FILE or --verdict)"));
 
   return {};
 }

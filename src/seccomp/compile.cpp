@@ -81,7 +81,8 @@ Result<BpfProgram> compile_spec(const FilterSpec& spec) {
 
   // On x86_64 libseccomp treats an x32 call (the 0x40000000 bit) as a
   // foreign architecture too, so this one action covers i386 and x32.
-  const uint32_t foreign = spec.log && !spec.foreign_abi_always
+  const uint32_t foreign = spec.foreign_abi_allowed                    ? SCMP_ACT_ALLOW
+                           : spec.log && !spec.foreign_abi_always
                                ? SCMP_ACT_LOG
                                : SCMP_ACT_ERRNO(static_cast<uint32_t>(spec.foreign_abi_err));
   if (int rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, foreign); rc != 0)

@@ -29,6 +29,12 @@ Result<BpfProgram> compile_notify_filter(const Policy& policy, FilterRung rung) 
 
 Result<BpfProgram> compile_no_userns_filter() { return copy(precompiled_no_userns_filter()); }
 
+Result<BpfProgram> compile_watch_writes_filter() { return copy(precompiled_watch_writes_filter()); }
+
+Result<BpfProgram> compile_notify_watch_filter(const Policy& policy, FilterRung rung) {
+  return copy(precompiled_notify_watch_filter(filter_key(policy, rung)));
+}
+
 std::string describe_filter(const FilterSpec& spec, const BpfProgram& program) {
   if (!spec.enabled) return "none (no filter is loaded)";
   std::set<std::string_view> calls;

@@ -24,18 +24,11 @@ Result<Fd> load_filter_listening(const BpfProgram& program) {
   return Fd(static_cast<int>(fd));
 }
 
-namespace {
-
 // The kernel's structures may be larger than this build's headers; the
 // buffers follow the kernel's sizes (SECCOMP_GET_NOTIF_SIZES).
-struct Sizes {
-  std::size_t notif = sizeof(seccomp_notif);
-  std::size_t resp = sizeof(seccomp_notif_resp);
-};
-
-const Sizes& sizes() {
-  static const Sizes s = [] {
-    Sizes out;
+const NotifySizes& notify_sizes() {
+  static const NotifySizes s = [] {
+    NotifySizes out{sizeof(seccomp_notif), sizeof(seccomp_notif_resp)};
     seccomp_notif_sizes k{};
     if (::syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &k) == 0) {
       out.notif = std::max<std::size_t>(out.notif, k.seccomp_notif);
@@ -46,18 +39,27 @@ const Sizes& sizes() {
   return s;
 }
 
-}  // namespace
+Notification Notification::receive(int listener) {
+  const NotifySizes& s = notify_sizes();
+  Notification out;
+  auto buf = std::make_unique<unsigned char[]>(s.notif);
+  std::memset(buf.get(), 0, s.notif);
+  if (::ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, buf.get()) != 0) return out;
+  out.buf_ = std::move(buf);
+  return out;
+}
 
 bool DenialLog::serve(int listener) {
-  const Sizes& s = sizes();
-  auto notif_buf = std::make_unique<unsigned char[]>(s.notif);
-  std::memset(notif_buf.get(), 0, s.notif);
-  auto* notif = reinterpret_cast<seccomp_notif*>(notif_buf.get());
-  if (::ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, notif) != 0) {
-    // ENOENT: the caller died or was interrupted before we took it.
-    return errno == EINTR || errno == ENOENT;
-  }
-  if (handler_ && handler_(listener, *notif)) return true;
+  Notification n = Notification::receive(listener);
+  // ENOENT: the caller died or was interrupted before we took it.
+  if (!n) return errno == EINTR || errno == ENOENT;
+  answer(listener, n.get());
+  return true;
+}
+
+void DenialLog::answer(int listener, const seccomp_notif& n) {
+  const NotifySizes& s = notify_sizes();
+  const seccomp_notif* notif = &n;
   auto resp_buf = std::make_unique<unsigned char[]>(s.resp);
   std::memset(resp_buf.get(), 0, s.resp);
   auto* resp = reinterpret_cast<seccomp_notif_resp*>(resp_buf.get());
@@ -79,7 +81,7 @@ bool DenialLog::serve(int listener) {
   auto it = std::find_if(denials_.begin(), denials_.end(), [&](const Denial& d) { return d.nr == nr; });
   if (it != denials_.end()) {
     ++it->count;
-    return true;
+    return;
   }
   Denial d;
   d.nr = nr;
@@ -88,7 +90,6 @@ bool DenialLog::serve(int listener) {
   d.first_pid = static_cast<pid_t>(notif->pid);
   d.args = fmt::format("{:#x}, {:#x}, {:#x}", notif->data.args[0], notif->data.args[1], notif->data.args[2]);
   denials_.push_back(std::move(d));
-  return true;
 }
 
 std::string summarise(const std::vector<Denial>& denials) {

@@ -26,8 +26,10 @@
 
 #include <linux/seccomp.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -42,12 +44,33 @@ namespace nsrun {
 // USER_NOTIF or an outer sandbox refuses listeners.
 Result<Fd> load_filter_listening(const BpfProgram& program);
 
+// The kernel's sizes of seccomp_notif and seccomp_notif_resp (at least
+// this build's).
+struct NotifySizes {
+  std::size_t notif = 0;
+  std::size_t resp = 0;
+};
+const NotifySizes& notify_sizes();
+
 struct Denial {
   std::string syscall;  // by name where the filter knows it, else "syscall N"
   int nr = -1;
   uint64_t count = 0;
   pid_t first_pid = 0;  // as nsrun sees it (the caller's PID namespace)
   std::string args;     // the first call's first three arguments, in hex
+};
+
+// One notification received from a listener, in a buffer of the kernel's
+// size. Empty (errno set) when none could be taken: EINTR, or ENOENT when
+// the caller died or was interrupted first.
+class Notification {
+ public:
+  static Notification receive(int listener);
+  explicit operator bool() const { return buf_ != nullptr; }
+  const seccomp_notif& get() const { return *reinterpret_cast<const seccomp_notif*>(buf_.get()); }
+
+ private:
+  std::unique_ptr<unsigned char[]> buf_;
 };
 
 // A notification nsrun answers itself rather than with the rule's errno
@@ -58,18 +81,19 @@ using NotifyHandler = std::function<bool(int listener, const seccomp_notif& call
 class DenialLog {
  public:
   // `spec`: the filter the listener belongs to (its notify_spec()), whose
-  // rules give each call's errno. `handler`, when set, sees each call first.
-  explicit DenialLog(FilterSpec spec = {}, NotifyHandler handler = {})
-      : spec_(std::move(spec)), handler_(std::move(handler)) {}
+  // rules give each call's errno.
+  explicit DenialLog(FilterSpec spec = {}) : spec_(std::move(spec)) {}
   // Receives one notification (if one is pending) and answers the rule's
   // errno (EPERM when no rule says otherwise).
   // Returns false when the listener has no more filter users.
   bool serve(int listener);
+  // Answers one received notification with its rule's errno, and counts it.
+  void answer(int listener, const seccomp_notif& notif);
+  const FilterSpec& spec() const { return spec_; }
   const std::vector<Denial>& denials() const { return denials_; }
 
  private:
   FilterSpec spec_;
-  NotifyHandler handler_;
   std::vector<Denial> denials_;
 };
 

@@ -58,6 +58,9 @@ struct FilterSpec {
   // Another ABI is refused even in log mode: some rule is `always`, and an
   // i386 chmod would walk around it.
   bool foreign_abi_always = false;
+  // Another ABI is let through (the --watch-writes filter, which only
+  // observes: the default filter refuses other ABIs).
+  bool foreign_abi_allowed = false;
   std::vector<Rule> rules;
 };
 

@@ -170,6 +170,9 @@ TEST_CASE("Landlock: hidden credentials by reading everything beside them; prote
   CHECK(rule("/usr")->access == (fs::read_file | fs::read_dir | fs::execute));
   CHECK(rule("/home/v"));
   CHECK(rule("/home/u/.profile"));
+  // Opened through no symlink: one swapped in after the listing fails the
+  // launch instead of granting its target (issue 16).
+  CHECK(rule("/home/u/.profile")->no_symlinks);
   CHECK_FALSE(rule("/home/u/.npmrc"));
   CHECK_FALSE(rule("/home/u/.ssh"));
   // A directory that could not be listed: the rung cannot keep them hidden.

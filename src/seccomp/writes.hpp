@@ -1,0 +1,120 @@
+// --watch-writes (issue 15): the command's write-intent calls, observed.
+//
+// The command's write-intent calls (open* with a write or create flag,
+// creat, mkdir*, mknod*, unlink*, rmdir, rename*, link*, symlink*,
+// *chmod*, *chown*, truncate) are sent to nsrun, which reads the path the
+// command named, resolves it as the command sees it (its cwd or dirfd
+// through /proc/PID/cwd and /proc/PID/fd/N) and answers
+// SECCOMP_USER_NOTIF_FLAG_CONTINUE: the call then runs exactly as it would
+// have without the watch, against the mounts and the Landlock ruleset.
+//
+// Why it decides nothing:
+//  - The path is read from the command's memory while the call waits; any
+//    other thread of the command may rewrite it before the kernel reads it
+//    (the TOCTOU seccomp_unotify(2) warns of). So the path is an
+//    observation, never a reason.
+//  - One listener per task: a second SECCOMP_FILTER_FLAG_NEW_LISTENER in
+//    a task's filter chain fails with EBUSY (kernel/seccomp.c,
+//    has_duplicate_listener()). So the watch's rules join the default
+//    filter's notifying variant (notify_watch_spec()), and nsrun tells a
+//    refusal from an observation by the call's number and registers, as
+//    the filter saw them: watch_continues() continues only a watched call
+//    no refusing rule matches; everything else gets its errno.
+//  - Without a notifying variant (--seccomp log, none) the watch is a
+//    filter of its own with the listener, loaded before the plain one: the
+//    kernel keeps the most restrictive action of all filters, and an errno
+//    outranks a notification.
+//  - Calls of another ABI pass the watch (the default filter refuses them);
+//    plain reads (open without O_WRONLY|O_RDWR|O_CREAT|O_TRUNC) never leave
+//    the kernel: the flags are tested in BPF. openat2 keeps its flags in
+//    memory, so every openat2 is sent and the flags read there.
+#pragma once
+
+#include <sys/types.h>
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <linux/seccomp.h>
+
+#include "policy/write_scope.hpp"
+#include "seccomp/rules.hpp"
+
+namespace nsrun {
+
+// The watch filter's rules: every one notifies; other ABIs are allowed.
+// Loaded on its own only where the default filter has no notifying
+// variant (--seccomp log or none): the kernel allows one listener per
+// task (a second SECCOMP_FILTER_FLAG_NEW_LISTENER in the same chain is
+// EBUSY), so otherwise the rules join the notifying variant instead.
+FilterSpec watch_writes_spec();
+
+// The notifying variant `notify` (notify_spec()) with the watch's rules
+// added: one program, one listener for refusals and observations.
+// Disabled when `notify` is.
+FilterSpec notify_watch_spec(const FilterSpec& notify);
+
+// Whether nsrun may answer one notification with CONTINUE: only a watched
+// call that `deny` (the notifying variant's rules, as compiled) does not
+// refuse, decided from the registers the filter saw, never from memory.
+// Everything else is a refusal, answered with its errno (fail closed).
+bool watch_continues(const FilterSpec& deny, std::string_view syscall, const std::array<uint64_t, 6>& args);
+
+// One observed attempt at a path outside the writable roots (or at a
+// protected path inside one). Racy by nature: see above.
+struct WriteAttempt {
+  std::string path;     // as the command saw it, made absolute and lexically normal
+  std::string syscall;
+  WritePlace where = WritePlace::outside;
+  uint64_t count = 0;
+  pid_t first_pid = 0;  // as nsrun sees it
+};
+
+class WriteLog {
+ public:
+  explicit WriteLog(WriteScope scope) : scope_(std::move(scope)) {}
+  // For one received notification that watch_continues(): reads its paths,
+  // answers CONTINUE, then records what lies outside the scope.
+  void answer(int listener, const seccomp_notif& notif);
+  // The Landlock rung's private TMPDIR, learnt when the listener arrives.
+  void set_private_tmpdir(std::string dir) { scope_.tmpdir = std::move(dir); }
+  const std::vector<WriteAttempt>& attempts() const { return attempts_; }
+  uint64_t dropped() const { return dropped_; }
+
+ private:
+  void record(std::string path, std::string_view syscall, pid_t pid);
+
+  WriteScope scope_;
+  std::vector<WriteAttempt> attempts_;
+  uint64_t dropped_ = 0;  // attempts at distinct paths beyond the cap
+};
+
+// "3 writes outside the workspace (/etc/hosts, /etc/passwd, ...)"; empty
+// when there were none.
+std::string summarise(const std::vector<WriteAttempt>& attempts, uint64_t dropped);
+
+// The shape of one watched call: which arguments name the paths written.
+struct PathArg {
+  int dirfd = -1;  // argument index of the directory fd; -1: the cwd (AT_FDCWD)
+  int path = -1;   // argument index of the path pointer; -1: none
+};
+struct WriteCallShape {
+  std::string_view syscall;
+  PathArg first;
+  PathArg second;       // rename*: the new name too
+  int fd = -1;          // fchmod, fchown: the fd itself is the target
+  int flags = -1;       // argument holding AT_EMPTY_PATH (fchownat, fchmodat2)
+  int open_how = -1;    // openat2: struct open_how *
+};
+// nullptr for a call not watched.
+const WriteCallShape* write_call_shape(std::string_view syscall);
+
+// `path` made absolute against `base` (the cwd or dirfd as /proc shows
+// it) and lexically normal: no ".", "..", or repeated '/'. Pure.
+std::string resolve_path(std::string_view base, std::string_view path);
+
+}  // namespace nsrun

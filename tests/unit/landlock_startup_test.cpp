@@ -1,0 +1,56 @@
+// Issue 16: the Landlock rung's plan for hidden credentials, cheaper per
+// launch. A listed directory (trailing '/') gets a rule opened with
+// O_DIRECTORY and no fstat; anything else keeps the fstat.
+#include <catch2/catch_test_macros.hpp>
+
+#include <algorithm>
+
+#include "landlock/abi.hpp"
+#include "landlock/ruleset.hpp"
+
+namespace {
+
+using namespace nsrun;
+using namespace nsrun::landlock;
+
+TEST_CASE("Landlock plan: listed directories are marked, the rest and the hidden ones are not",
+          "[unit][landlock][startup]") {
+  Policy p;
+  p.mode = Mode::workspace_write;
+  p.workspace = "/srv/ws";
+  p.hidden_paths = {"/home/u/.npmrc", "/home/u/.ssh/"};
+  Inputs in;
+  in.listings = {{"/", {"home/", "usr/", "vmlinuz"}},
+                 {"/home", {"u/", "v/"}},
+                 {"/home/u", {".npmrc", ".ssh/", ".profile", ".cache/"}}};
+  auto r = make_ruleset(p, 6, in);
+  REQUIRE(r);
+  auto rule = [&](std::string_view path) -> const PathRule* {
+    auto it = std::find_if(r->rules.begin(), r->rules.end(), [&](const PathRule& x) { return x.path == path; });
+    return it == r->rules.end() ? nullptr : &*it;
+  };
+  // The ancestors: list only, known directories.
+  for (const char* dir : {"/", "/home", "/home/u"}) {
+    INFO(dir);
+    REQUIRE(rule(dir));
+    CHECK(rule(dir)->access == fs::read_dir);
+    CHECK(rule(dir)->directory);
+  }
+  REQUIRE(rule("/usr"));
+  CHECK(rule("/usr")->directory);
+  CHECK(rule("/usr")->no_symlinks);
+  REQUIRE(rule("/home/u/.cache"));
+  CHECK(rule("/home/u/.cache")->directory);
+  REQUIRE(rule("/vmlinuz"));
+  CHECK_FALSE(rule("/vmlinuz")->directory);
+  REQUIRE(rule("/home/u/.profile"));
+  CHECK_FALSE(rule("/home/u/.profile")->directory);
+  // No rule by either spelling for what is hidden or above it.
+  CHECK_FALSE(rule("/home/u/.npmrc"));
+  CHECK_FALSE(rule("/home/u/.ssh"));
+  CHECK_FALSE(rule("/home/u/.ssh/"));
+  CHECK_FALSE(rule("/home/u/"));
+  CHECK(std::none_of(r->rules.begin(), r->rules.end(), [](const PathRule& x) { return x.path.ends_with('/') && x.path != "/"; }));
+}
+
+}  // namespace
