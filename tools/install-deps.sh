@@ -20,8 +20,11 @@ readonly BACKPORTS_PKGS=(
 )
 # Test-only: bubblewrap is an oracle, busybox-static a tiny static userland,
 # util-linux brings unshare/setpriv/runuser, passwd brings useradd; qemu and
-# a Debian kernel boot the microVM image test (tests/vm).
-readonly TEST_PKGS=(bubblewrap busybox-static util-linux iproute2 passwd qemu-system-x86 linux-image-amd64)
+# a Debian kernel boot the microVM image test (tests/vm). openssh-server and
+# -client: the git-over-ssh egress test runs its own sshd as a child, with
+# its own config, in a network namespace of its own; the system's ssh
+# service is neither started (policy-rc.d) nor left enabled.
+readonly TEST_PKGS=(bubblewrap busybox-static util-linux iproute2 passwd qemu-system-x86 linux-image-amd64 openssh-server openssh-client)
 # Fuzzing (tools/fuzz.sh): clang with libFuzzer. 19, because bookworm's
 # default clang (14) lacks the C++20 concepts level that libstdc++ 12's
 # std::expected asks for (__cpp_concepts >= 202002L; clang 16 still lacks it).
@@ -150,8 +153,30 @@ fi
 say "apt-get update"
 apt_quiet update
 
+# The tests need sshd's binary, not a daemon listening on the host:
+# openssh-server's postinst would start and enable the ssh service.
+own_policy_rc=0
+if [[ " ${missing[*]} " == *" openssh-server "* && ! -e /usr/sbin/policy-rc.d ]]; then
+    printf '#!/bin/sh\n# install-deps.sh: start no service while installing\nexit 101\n' >/usr/sbin/policy-rc.d
+    chmod 0755 /usr/sbin/policy-rc.d
+    own_policy_rc=1
+    trap 'rm -f "$log"; rm -f /usr/sbin/policy-rc.d' EXIT
+fi
+
 if ((${#missing[@]})); then
     apt_quiet install --no-install-recommends "${missing[@]}"
+    if [[ " ${missing[*]} " == *" openssh-server "* ]]; then
+        if command -v deb-systemd-helper >/dev/null 2>&1; then
+            deb-systemd-helper disable ssh.service ssh.socket >/dev/null 2>&1 || true
+        fi
+        if command -v update-rc.d >/dev/null 2>&1; then
+            update-rc.d ssh disable >/dev/null 2>&1 || true
+        fi
+        say "openssh-server installed for the tests; its ssh service is disabled and was not started"
+    fi
+    if ((own_policy_rc)); then
+        rm -f /usr/sbin/policy-rc.d
+    fi
     for p in "${missing[@]}"; do
         v=$(installed_version "$p")
         [[ -n "$v" ]] || die "$p is still not installed after apt-get install"

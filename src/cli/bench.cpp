@@ -1,6 +1,7 @@
 #include "cli/bench.hpp"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "bench/spawn.hpp"
+#include "layers/dirs.hpp"
 #include "launch/launch.hpp"
 #include "sys/timeline.hpp"
 
@@ -21,7 +23,7 @@ namespace nsrun {
 namespace {
 
 constexpr std::string_view own_rows[] = {"bare",         "floor",         "read-only", "workspace-write", "network-none",
-                                         "network-proxy", "landlock", "limits"};
+                                         "network-proxy", "landlock", "limits", "cow"};
 
 // The C libraries tools/meson.build may build a floor for
 // (tools/nsrun-floor-exec.c, one static binary each).
@@ -58,13 +60,19 @@ std::string self_path() {
 class Scratch {
  public:
   ~Scratch() {
+    // The cow row's run layers (one per launch), through no symlink.
+    if (!cow_.empty()) {
+      Fd parent(::open(tmp_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+      if (parent) (void)layers::remove_tree(parent.get(), cow_.substr(tmp_.size() + 1), cow_);
+    }
     for (std::size_t i = binds_; i-- > 0;) ::rmdir(bind_dir(i).c_str());
     if (binds_) ::rmdir((dir_ + "/binds").c_str());
     if (!dir_.empty()) ::rmdir(dir_.c_str());
   }
   Result<void> create(std::size_t binds) {
     const char* tmp = std::getenv("TMPDIR");
-    std::string templ = fmt::format("{}/nsrun-bench.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    tmp_ = tmp && *tmp ? tmp : "/tmp";
+    std::string templ = fmt::format("{}/nsrun-bench.XXXXXX", tmp_);
     if (::mkdtemp(templ.data()) == nullptr) return fail(sys_error("mkdtemp", templ));
     dir_ = templ;
     if (binds == 0) return {};
@@ -74,10 +82,20 @@ class Scratch {
     return {};
   }
   const std::string& dir() const { return dir_; }
+  // The cow row's --cow-dir: beside the workspace, never inside it.
+  Result<std::string> cow_dir() {
+    if (!cow_.empty()) return cow_;
+    std::string templ = fmt::format("{}/nsrun-bench-cow.XXXXXX", tmp_);
+    if (::mkdtemp(templ.data()) == nullptr) return fail(sys_error("mkdtemp", templ));
+    cow_ = templ;
+    return cow_;
+  }
   std::string bind_dir(std::size_t i) const { return fmt::format("{}/binds/{}", dir_, i); }
 
  private:
   std::string dir_;
+  std::string tmp_;
+  std::string cow_;
   std::size_t binds_ = 0;
 };
 
@@ -255,7 +273,7 @@ Result<BenchArgs> parse_bench(std::span<const std::string> args) {
         const std::size_t comma = rest.find(',');
         std::string_view name = rest.substr(0, comma);
         if (std::find(std::begin(own_rows), std::end(own_rows), name) == std::end(own_rows))
-          return fail(usage_error(arg, fmt::format("unknown row '{}' (bare, floor, read-only, workspace-write, network-none, network-proxy, landlock, limits)", name)));
+          return fail(usage_error(arg, fmt::format("unknown row '{}' (bare, floor, read-only, workspace-write, network-none, network-proxy, landlock, limits, cow)", name)));
         a.rows.emplace_back(name);
         rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
       }
@@ -284,7 +302,7 @@ std::string bench_usage() {
       "Measures sandbox start-up latency: spawn to exit of a no-op payload, bare,\n"
       "through the floor (a static program that only execs it, per C library),\n"
       "under nsrun (read-only, workspace-write, network-none, network-proxy,\n"
-      "landlock) and under\n"
+      "landlock, limits, cow) and under\n"
       "peers, interleaved launch by launch in one run.\n"
       "\n"
       "options:\n"
@@ -296,10 +314,10 @@ std::string bench_usage() {
       "                         --vs bwrap (bwrap's equivalent of workspace-write),\n"
       "                         --vs unshare (util-linux unshare, namespaces only)\n"
       "  --baseline ROW         row the ratios are against (default: the first --vs\n"
-      "                         peer, else bare)\n"
+      "                         peer, else bare, else the first row)\n"
       "  --rows LIST            nsrun's own rows to run, comma-separated, from\n"
       "                         bare,floor,read-only,workspace-write,network-none,\n"
-      "                         network-proxy,landlock,limits\n"
+      "                         network-proxy,landlock,limits,cow\n"
       "  --binds N              add a workspace-write row with N extra read-only binds\n"
       "  --payload CMDLINE      the payload (default /bin/true, else nsrun --bench-noop)\n"
       "  --nsrun PATH           the nsrun binary to measure (default: this one)\n"
@@ -367,6 +385,16 @@ int bench_main(std::span<const std::string> args) {
   if (wanted(a, "limits"))
     rows.push_back(nsrun_row(a, ws, "nsrun limits", "workspace-write",
                              {"--limit-memory", "4G", "--timeout", "10m", "--verdict"}));
+  // Issue 14: the copy-on-write workspace (a run directory, run.json, an
+  // overlay over the workspace), against workspace-write's direct bind.
+  if (wanted(a, "cow")) {
+    auto cow = scratch.cow_dir();
+    if (!cow) {
+      fmt::print(stderr, "nsrun: bench: {}\n", cow.error().message());
+      return 125;
+    }
+    rows.push_back(nsrun_row(a, ws, "nsrun cow", "workspace-write", {"--workspace-mode", "cow", "--cow-dir", *cow}));
+  }
   if (a.binds > 0) {
     std::vector<std::string> extra;
     for (std::size_t i = 0; i < a.binds; ++i) extra.insert(extra.end(), {"--ro", scratch.bind_dir(i)});
@@ -379,7 +407,12 @@ int bench_main(std::span<const std::string> args) {
     rows.push_back(peer_row(a, ws, spec, taken));
     if (!first_peer) first_peer = rows.back().name;
   }
-  if (!a.baseline_given) a.options.baseline = first_peer.value_or("bare");
+  // Without a peer the baseline is bare, or the first row when --rows
+  // leaves bare out (`--rows workspace-write,cow` compares the two).
+  if (!a.baseline_given) {
+    a.options.baseline = first_peer.value_or("bare");
+    if (!first_peer && !wanted(a, "bare") && !rows.empty()) a.options.baseline = rows.front().name;
+  }
   if (std::none_of(rows.begin(), rows.end(), [&](const bench::Row& r) { return r.name == a.options.baseline; })) {
     fmt::print(stderr, "nsrun: bench: --baseline: no row named '{}'\n", printable(a.options.baseline));
     return 125;

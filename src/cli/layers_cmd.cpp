@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -98,13 +99,10 @@ Result<std::vector<std::string>> relative_paths(const std::vector<std::string>& 
   return out;
 }
 
-// The protected set of a default Policy (src/policy/protect.hpp): a change
+// The run's own protected set (run.json, written by the launch): a change
 // at a protected path, or one that adds, removes or replaces a directory on
-// the way to one (".git" holding hooks), is refused. The run's own
-// --protect / --unprotect are not recorded in run.json yet, so they do not
-// count here.
-bool commit_protected(std::string_view path) {
-  static const std::vector<std::string> set = protected_paths(Policy{});
+// the way to one (".git" holding hooks), is refused.
+bool commit_protected(std::string_view path, const std::vector<std::string>& set) {
   return match_protected(path, set) != ProtectMatch::none;
 }
 
@@ -156,14 +154,19 @@ int run_commands(std::string_view verb, std::span<const std::string> args) {
   if (!cow_dir.empty() && !cow_dir.starts_with('/')) return usage("--cow-dir", "not an absolute path");
 
   if (verb == "discard") {
+    // Needs no valid run.json: a run whose run.json was damaged can still
+    // be dropped.
     const Where w = where(cow_dir);
-    auto info = layers::find_run(w.policy.layers.run_base, id);
-    if (!info) return report(info.error());
-    auto base = layers::open_private_dir(w.policy.layers.run_base, 0700, false);
-    if (!base) return report(base.error());
+    const std::string& base_path = w.policy.layers.run_base;
+    if (!layers::valid_run_id(id)) return usage("run id", fmt::format("'{}' is not a run id (12 hex digits)", id));
+    auto base = layers::open_private_dir(base_path, 0700, false);
+    if (!base) return usage("run id", fmt::format("no run {} under {} ({})", id, base_path, base.error().message()));
     Fd dir(::openat(base->get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!dir) return report(sys_error("open", w.policy.layers.run_base));
-    if (auto r = layers::remove_tree(dir.get(), id, info->dir); !r) return report(r.error());
+    if (!dir) return report(sys_error("open", base_path));
+    struct stat st{};
+    if (::fstatat(dir.get(), id.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode))
+      return usage("run id", fmt::format("no run {} under {}", id, base_path));
+    if (auto r = layers::remove_tree(dir.get(), id, base_path + "/" + id); !r) return report(r.error());
     fmt::print(stderr, "nsrun: run {} discarded\n", id);
     return 0;
   }
@@ -183,7 +186,10 @@ int run_commands(std::string_view verb, std::span<const std::string> args) {
     return 0;
   }
 
-  // commit
+  // commit: without the run's protected set nothing is applied (fail closed).
+  if (!run->info.protected_set)
+    return report(Error{"commit", EINVAL, run->info.dir + "/run.json",
+                        "records no protected set (an older nsrun wrote it); nothing committed"});
   char cwd[4096];
   auto rel = relative_paths(paths, run->info.workspace, ::getcwd(cwd, sizeof cwd) ? cwd : "/");
   if (!rel) return report(rel.error());
@@ -191,7 +197,9 @@ int run_commands(std::string_view verb, std::span<const std::string> args) {
   options.paths = std::move(*rel);
   options.force = force;
   options.start = run->info.start;
-  options.is_protected = commit_protected;
+  options.is_protected = [set = *run->info.protected_set](std::string_view path) {
+    return commit_protected(path, set);
+  };
   auto outcome = layers::commit(run->upper.get(), run->workspace.get(), options);
   if (!outcome) return report(outcome.error());
   fmt::print("{}", layers::list(outcome->applied));

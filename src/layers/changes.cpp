@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "layers/dirs.hpp"
+#include "layers/gitbin.hpp"
 #include "sys/io.hpp"
 #include "sys/syscalls.hpp"
 
@@ -249,8 +250,8 @@ bool binary(const std::optional<FileState>& f) {
 
 void emit_pair(std::string& out, const std::string& path, const Pair& p) {
   const std::string a = quote_path("a/" + path), b = quote_path("b/" + path);
-  if (p.special || binary(p.before) || binary(p.after)) {
-    out += fmt::format("# nsrun: {} is binary or special and is not in this patch (nsrun commit applies it)\n",
+  if (p.special) {
+    out += fmt::format("# nsrun: {} is a special file and is not in this patch (nsrun commit applies it)\n",
                        quote_path(path));
     return;
   }
@@ -269,6 +270,17 @@ void emit_pair(std::string& out, const std::string& path, const Pair& p) {
   const std::string& old_data = p.before ? p.before->data : std::string();
   const std::string& new_data = p.after ? p.after->data : std::string();
   if (old_data == new_data) return;
+  if (binary(p.before) || binary(p.after)) {
+    // git apply takes a binary hunk only with both full blob ids (zeros
+    // for a side that does not exist), and checks the bytes against them.
+    const std::string zero(40, '0');
+    out += fmt::format("index {}..{}\nGIT binary patch\n", p.before ? git_blob_id(old_data) : zero,
+                       p.after ? git_blob_id(new_data) : zero);
+    // The forward hunk, then the reverse one (git apply -R).
+    out += git_binary_literal(new_data);
+    out += git_binary_literal(old_data);
+    return;
+  }
   out += fmt::format("--- {}\n+++ {}\n", p.before ? a : "/dev/null", p.after ? b : "/dev/null");
   emit_hunk(out, old_data, new_data);
 }

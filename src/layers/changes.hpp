@@ -34,8 +34,9 @@ Result<std::vector<Change>> collect(int upper, int lower);
 std::string list(const std::vector<Change>& changes);
 
 // A git-style unified diff of the regular files and symlinks the changes
-// touch. Binary files and special files are named in a comment line
-// instead (git apply skips it); directories have no text of their own.
+// touch; a file with a NUL byte as a git binary patch (layers/gitbin.hpp).
+// Special files (devices, fifos) are named in a comment line instead (git
+// apply skips it); directories have no text of their own.
 Result<std::string> patch(int upper, int lower, const std::vector<Change>& changes);
 
 // git's quoting of a path in a patch or a listing ("a b" stays bare, a

@@ -9,6 +9,7 @@
 
 #include "layers/dirs.hpp"
 #include "policy/json.hpp"
+#include "policy/protect.hpp"
 
 namespace nsrun::layers {
 
@@ -88,6 +89,13 @@ Result<Session> Session::open(const Policy& policy) {
     info.set("workspace", policy.workspace);
     info.set("start_sec", static_cast<int64_t>(start.tv_sec));
     info.set("start_nsec", static_cast<int64_t>(start.tv_nsec));
+    // The run's own protected set, as the launch applies it inside the
+    // sandbox: commit refuses exactly these (and what lies on the way to
+    // them). The command cannot reach this file: the run base is hidden in
+    // the sandbox (mount/presets), and it is written before the command runs.
+    json::Value set = json::Value::array();
+    for (auto& rel : protected_in_root(policy.workspace, protected_paths(policy))) set.push_back(std::move(rel));
+    info.set("protected", std::move(set));
     if (auto r = write_atomically(run.get(), run_file, json::dump(info) + "\n", 0600, dir + "/" + run_file); !r)
       return fail(r.error());
     Fd dirfd(::openat(base->get(), id.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
@@ -120,10 +128,15 @@ Result<Session> Session::open(const Policy& policy) {
 }
 
 void Session::close() {
-  for (auto* w : {&run_work_, &home_work_}) {
-    if (!*w) continue;
-    (void)remove_tree((*w)->parent.get(), (*w)->name, (*w)->shown);
-    w->reset();
+  // The run layer's work directory stays (unlocked) until the caller
+  // removes the run (`nsrun discard`): no other launch ever mounts this layer,
+  // and removing its five directories (overlayfs's work/work and, with
+  // `volatile`, incompat/volatile/dirty) on a busy file system cost a cow
+  // launch more than its whole sandbox set-up (docs/bench.md).
+  run_work_.reset();
+  if (home_work_) {
+    (void)remove_tree(home_work_->parent.get(), home_work_->name, home_work_->shown);
+    home_work_.reset();
   }
 }
 
@@ -141,21 +154,48 @@ Result<RunInfo> find_run(const std::string& base, const std::string& id) {
   if (!b) return fail(usage_error("run id", fmt::format("no run {} under {} ({})", id, base, b.error().message())));
   Fd run(::openat(b->get(), id.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!run) return fail(usage_error("run id", fmt::format("no run {} under {}", id, base)));
-  auto text = read_at(run.get(), run_file, base + "/" + id + "/" + run_file);
+  const std::string shown = base + "/" + id + "/" + run_file;
+  auto bad = [&](std::string why) { return fail(Error{"run layer", EINVAL, shown, std::move(why)}); };
+  // Written by nsrun as the caller (0600, through a rename): anything else
+  // is not trusted to say where to commit and what to refuse.
+  struct stat st{};
+  if (::fstatat(run.get(), run_file, &st, AT_SYMLINK_NOFOLLOW) != 0) return fail(sys_error("stat", shown));
+  // (0600 as written, less whatever the umask took; never a group or
+  // other bit.)
+  if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 07077) != 0 || st.st_nlink != 1)
+    return bad("not a regular file of the caller's, private to them, with one link (not written by nsrun)");
+  auto text = read_at(run.get(), run_file, shown);
   if (!text) return fail(text.error());
   auto v = json::parse(*text);
-  if (!v || !v->is_object()) return fail(Error{"run layer", EINVAL, base + "/" + id, "run.json is not an object"});
+  if (!v || !v->is_object()) return bad("not a JSON object");
+  for (const auto& [key, value] : v->as_object())
+    if (key != "id" && key != "workspace" && key != "start_sec" && key != "start_nsec" && key != "protected")
+      return bad(fmt::format("unknown field '{}'", key));
   RunInfo info;
   info.id = id;
   info.dir = base + "/" + id;
+  const json::Value* rid = v->find("id");
   const json::Value* ws = v->find("workspace");
   const json::Value* sec = v->find("start_sec");
   const json::Value* nsec = v->find("start_nsec");
-  if (ws == nullptr || !ws->is_string() || sec == nullptr || !sec->is_int() || nsec == nullptr || !nsec->is_int())
-    return fail(Error{"run layer", EINVAL, info.dir, "run.json lacks workspace or start"});
+  if (rid == nullptr || !rid->is_string() || rid->as_string() != id) return bad("its id is not the run's");
+  if (ws == nullptr || !ws->is_string() || !ws->as_string().starts_with('/') || sec == nullptr || !sec->is_int() ||
+      nsec == nullptr || !nsec->is_int() || nsec->as_int() < 0 || nsec->as_int() >= 1000000000)
+    return bad("lacks workspace or start");
   info.workspace = ws->as_string();
   info.start.tv_sec = static_cast<time_t>(sec->as_int());
   info.start.tv_nsec = static_cast<long>(nsec->as_int());
+  if (const json::Value* set = v->find("protected")) {
+    if (!set->is_array()) return bad("protected is not an array");
+    std::vector<std::string> paths;
+    for (const auto& e : set->as_array()) {
+      if (!e.is_string()) return bad("a protected entry is not a string");
+      auto norm = normal_relative(e.as_string());
+      if (!norm || *norm != e.as_string()) return bad(fmt::format("protected entry '{}' is not a normal relative path", e.as_string()));
+      paths.push_back(*norm);
+    }
+    info.protected_set = std::move(paths);
+  }
   return info;
 }
 

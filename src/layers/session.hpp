@@ -9,6 +9,7 @@
 #include <ctime>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "policy/policy.hpp"
 #include "sys/error.hpp"
@@ -22,6 +23,11 @@ struct RunInfo {
   std::string dir;        // <run base>/<id>
   std::string workspace;  // the real workspace: the lower layer
   struct timespec start{};  // coarse real time before the overlay was made
+  // The run's effective protected set, relative to the workspace (its
+  // --protect / --unprotect / --protect-defaults as the launch applied
+  // them): what `nsrun commit` refuses. Empty optional: run.json has no
+  // valid set (an older nsrun wrote it), and commit refuses everything.
+  std::optional<std::vector<std::string>> protected_set;
 };
 
 class Session {
@@ -33,7 +39,8 @@ class Session {
   const std::string& run_id() const { return policy_.layers.run_id; }
   bool home_layer() const { return !policy_.layers.home_layer.upper.empty(); }
 
-  // After the run: the per-launch work directories go (best effort).
+  // After the run: the home layer's work directory goes (best effort); the
+  // run layer's stays, unlocked, until `nsrun discard`.
   void close();
 
   Session(Session&&) = default;
@@ -53,7 +60,11 @@ class Session {
   std::optional<Work> home_work_;
 };
 
-// The run layer `id` under `base`; fails when there is none.
+// The run layer `id` under `base`; fails when there is none, and when its
+// run.json is not one nsrun wrote: not a regular file of the caller's
+// without group or other permissions and with one link, an unknown or missing field, an id that is not
+// the directory's, a workspace that is not absolute, a protected entry
+// that is not a normal relative path (fail closed: a commit needs it).
 Result<RunInfo> find_run(const std::string& base, const std::string& id);
 
 // Run ids are 12 lowercase hexadecimal digits.

@@ -136,6 +136,7 @@ void expand_one(std::vector<MountStep>& out, const MountOp& m, ProcMode proc, co
       s.private_upper = m.kind == K::tmp_overlay;
       // In a user namespace overlayfs keeps its metadata in user.* xattrs.
       if (user_ns) s.options = "userxattr";
+      if (m.volatile_upper && m.kind == K::overlay) s.options += s.options.empty() ? "volatile" : ",volatile";
       out.push_back(std::move(s));
       break;
     }

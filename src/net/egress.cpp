@@ -2,7 +2,6 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -26,6 +25,7 @@
 
 #include <fmt/format.h>
 
+#include "net/resolve.hpp"
 #include "net/wire.hpp"
 
 namespace nsrun::egress {
@@ -161,6 +161,11 @@ json::Value to_json(const Decision& d) {
   v.set("decision", d.decision);
   v.set("reason", d.reason.empty() ? json::Value() : json::Value(d.reason));
   v.set("rule", d.rule.empty() ? json::Value() : json::Value(d.rule));
+  if (!d.cnames.empty()) {
+    json::Value chain = json::Value::array();
+    for (const auto& c : d.cnames) chain.push_back(c);
+    v.set("cnames", std::move(chain));
+  }
   return v;
 }
 
@@ -262,6 +267,11 @@ Result<void> send_listeners(int to_nsrun) {
 
 struct Egress::State {
   EgressConfig config;
+  // The host's /etc/hosts and resolv.conf, read once, at the first name
+  // to resolve (a launch that resolves nothing reads neither).
+  std::once_flag resolver_read;
+  std::string hosts_text;
+  resolve::Config resolver;
   Fd channel;       // from the sandbox, until the listeners arrive
   std::optional<std::array<Fd, 3>> listeners;  // taken by nsrun's wait loop before the thread starts
   bool woken = false;  // the main loop was started (or could not be)
@@ -334,41 +344,41 @@ class Tracked {
   bool ok_ = false;
 };
 
+// How long one name may take to resolve, all servers and tries included.
+constexpr int resolve_ms = 10000;
+
 // The addresses `host` stands for: itself for a literal, the pinned ones
-// (--resolve-host) or the host's resolver for a name, each once.
-std::vector<Address> resolve(const State& s, const Host& host) {
-  std::vector<Address> out;
-  if (host.is_address) return {host.address};
-  for (const auto& [name, a] : s.config.pinned)
-    if (name == host.name) out.push_back(a);
-  if (!out.empty()) return out;
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* res = nullptr;
-  if (::getaddrinfo(host.name.c_str(), nullptr, &hints, &res) != 0) return out;
-  for (addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {
-    Address a;
-    if (ai->ai_family == AF_INET) {
-      a.v4 = true;
-      std::memcpy(a.bytes.data(), &reinterpret_cast<sockaddr_in*>(ai->ai_addr)->sin_addr, 4);
-    } else if (ai->ai_family == AF_INET6) {
-      // A mapped address is the IPv4 one, judged as such.
-      auto parsed = hosts::parse_address(hosts::address_text([&] {
-        Address v6;
-        v6.v4 = false;
-        std::memcpy(v6.bytes.data(), &reinterpret_cast<sockaddr_in6*>(ai->ai_addr)->sin6_addr, 16);
-        return v6;
-      }()));
-      if (!parsed) continue;
-      a = *parsed;
-    } else {
-      continue;
-    }
-    if (std::find(out.begin(), out.end(), a) == out.end()) out.push_back(a);
+// (--resolve-host) or nsrun's resolver for a name, each once, with the
+// CNAMEs that led to them.
+resolve::Resolution resolve_host(State& s, const Host& host) {
+  resolve::Resolution out;
+  if (host.is_address) {
+    out.addresses = {host.address};
+    return out;
   }
-  ::freeaddrinfo(res);
-  return out;
+  for (const auto& [name, a] : s.config.pinned)
+    if (name == host.name) out.addresses.push_back(a);
+  if (!out.addresses.empty()) return out;
+  std::call_once(s.resolver_read, [&] {
+    s.hosts_text = resolve::read_hosts_file();
+    s.resolver = resolve::read_resolv_conf();
+  });
+  return resolve::resolve(host.name, s.hosts_text, s.resolver, resolve_ms);
+}
+
+// A CNAME chain is judged by the deny rules only: the connection goes to
+// the addresses of the allowed name, which are checked themselves, so an
+// allow rule for every CDN name behind it would add nothing but work; a
+// deny rule naming one of them still refuses (deny wins). A target that
+// is not a valid host name at all is refused.
+hosts::Verdict judge_chain(const State& s, const std::vector<std::string>& cnames, uint16_t port) {
+  for (const auto& c : cnames) {
+    auto h = hosts::canonical_host(c);
+    if (!h || h->is_address) return {false, "bad-cname", c};
+    hosts::Verdict v = hosts::decide(s.config.rules, *h, port);
+    if (!v.allowed && v.reason == hosts::blocked_denylist) return v;
+  }
+  return {true, {}, {}};
 }
 
 // The rules' verdict on every address a host stands for: all must pass
@@ -423,7 +433,9 @@ Opened open_target(State& s, std::string_view protocol, const Host& host, uint16
   hosts::Verdict v = hosts::decide(s.config.rules, host, port);
   if (v.allowed) {
     std::string which;
-    const std::vector<Address> addresses = resolve(s, host);
+    const resolve::Resolution resolved = resolve_host(s, host);
+    const std::vector<Address>& addresses = resolved.addresses;
+    d.cnames = resolved.cnames;
     if (addresses.empty()) {
       d.decision = "failed";
       d.reason = "resolve";
@@ -432,7 +444,8 @@ Opened open_target(State& s, std::string_view protocol, const Host& host, uint16
       return o;
     }
     const std::string rule = v.rule;
-    v = judge_addresses(s, addresses, port, which);
+    v = judge_chain(s, resolved.cnames, port);
+    if (v.allowed) v = judge_addresses(s, addresses, port, which);
     if (v.allowed) {
       d.rule = rule;
       for (const auto& a : addresses) {
@@ -748,7 +761,8 @@ void serve_client(State& s, Fd fd) {
 }
 
 // DNS: names are judged as the proxy judges them (any port), and answered
-// with the addresses the host resolves when all of those pass too.
+// with the CNAME chain and the addresses nsrun resolved when all of those
+// pass too (a chain that ends at 127.0.0.1 is refused as the address is).
 std::string answer_dns(State& s, std::string_view packet) {
   auto q = parse_dns_query(packet);
   if (!q) return dns_format_error(packet);
@@ -769,15 +783,18 @@ std::string answer_dns(State& s, std::string_view packet) {
     return dns_answer(packet, *q, dns_refused, {});
   }
   d.rule = v.rule;
-  const std::vector<Address> addresses = resolve(s, *host);
+  const resolve::Resolution resolved = resolve_host(s, *host);
+  const std::vector<Address>& addresses = resolved.addresses;
+  d.cnames = resolved.cnames;
   if (addresses.empty()) {
     d.decision = "failed";
     d.reason = "resolve";
     s.record(std::move(d));
-    return dns_answer(packet, *q, dns_servfail, {});
+    return dns_answer(packet, *q, resolved.error == "nxdomain" ? dns_nxdomain : dns_servfail, {});
   }
   std::string which;
-  v = judge_addresses(s, addresses, 0, which);
+  v = judge_chain(s, resolved.cnames, 0);
+  if (v.allowed) v = judge_addresses(s, addresses, 0, which);
   if (!v.allowed) {
     d.decision = "denied";
     d.reason = v.reason;
@@ -793,7 +810,7 @@ std::string answer_dns(State& s, std::string_view packet) {
       break;
     }
   s.record(std::move(d));
-  return dns_answer(packet, *q, 0, addresses);
+  return dns_answer(packet, *q, 0, addresses, resolved.cnames);
 }
 
 void serve_dns_tcp(State& s, Fd fd) {
@@ -970,8 +987,8 @@ std::vector<Decision> Egress::stop() {
     const uint64_t one = 1;
     (void)!::write(s.stop_event.get(), &one, sizeof one);
     for (int fd : s.open) ::shutdown(fd, SHUT_RDWR);
-    // A worker inside the host's resolver cannot be interrupted; it is
-    // not waited for beyond a grace period (its decision is then lost).
+    // A worker inside a lookup (bounded by resolve_ms) is not waited for
+    // beyond a grace period (its decision is then lost).
     s.idle.wait_for(lock, std::chrono::seconds(2), [&] { return s.workers == 0; });
     s.config.log_fd = -1;
   }

@@ -44,6 +44,7 @@ struct Decision {
   std::string decision;  // "allowed", "denied", "failed" (allowed, but resolving or connecting failed)
   std::string reason;    // for denied: blocked-by-allowlist, blocked-by-denylist, sni-mismatch, host-mismatch, ...
   std::string rule;      // the rule that decided, when one did
+  std::vector<std::string> cnames;  // the CNAME chain the name resolved through, when any
 };
 
 json::Value to_json(const Decision& d);

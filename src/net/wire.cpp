@@ -5,8 +5,6 @@
 
 namespace nsrun::egress {
 
-namespace {
-
 uint16_t be16(std::string_view s, std::size_t at) {
   return static_cast<uint16_t>((static_cast<unsigned char>(s[at]) << 8) | static_cast<unsigned char>(s[at + 1]));
 }
@@ -15,6 +13,25 @@ void put16(std::string& out, uint16_t v) {
   out.push_back(static_cast<char>(v >> 8));
   out.push_back(static_cast<char>(v & 0xff));
 }
+
+bool put_dns_name(std::string& out, std::string_view name) {
+  if (name.empty() || name.size() > 253) return false;
+  std::string labels;
+  while (true) {
+    const std::size_t dot = name.find('.');
+    const std::string_view label = name.substr(0, dot);
+    if (label.empty() || label.size() > 63) return false;
+    labels.push_back(static_cast<char>(label.size()));
+    labels.append(label);
+    if (dot == std::string_view::npos) break;
+    name.remove_prefix(dot + 1);
+  }
+  labels.push_back('\0');
+  out += labels;
+  return true;
+}
+
+namespace {
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -212,25 +229,53 @@ std::optional<DnsQuery> parse_dns_query(std::string_view p) {
   return q;
 }
 
-std::string dns_answer(std::string_view packet, const DnsQuery& q, int rcode, const std::vector<hosts::Address>& addresses) {
+std::string dns_answer(std::string_view packet, const DnsQuery& q, int rcode, const std::vector<hosts::Address>& addresses,
+                       const std::vector<std::string>& cnames) {
   std::string out;
   put16(out, q.id);
   // QR, the opcode (0), RD as asked, RA, the rcode.
   put16(out, static_cast<uint16_t>(0x8000 | (q.recursion_desired ? 0x0100 : 0) | 0x0080 | (rcode & 0xf)));
   put16(out, 1);
   std::vector<const hosts::Address*> records;
-  if (rcode == 0)
-    for (const auto& a : addresses)
-      if ((q.type == dns_a && a.v4) || (q.type == dns_aaaa && !a.v4)) records.push_back(&a);
-  put16(out, static_cast<uint16_t>(records.size()));
+  std::vector<std::string_view> chain;
+  if (rcode == 0) {
+    // A name that cannot be written as labels fails the whole answer
+    // (below): the addresses belong to the chain's end, so no link may
+    // be left out.
+    for (const auto& c : cnames) chain.push_back(c);
+    if (q.type == dns_cname && chain.size() > 1) chain.resize(1);
+    if (q.type != dns_cname)
+      for (const auto& a : addresses)
+        if ((q.type == dns_a && a.v4) || (q.type == dns_aaaa && !a.v4)) records.push_back(&a);
+  }
+  put16(out, static_cast<uint16_t>(chain.size() + records.size()));
   put16(out, 0);
   put16(out, 0);
   out.append(packet.substr(12, q.question_end - 12));
+  auto ttl = [&] { out.append("\0\0\0\x3c", 4); };  // TTL 60 s: the rules may change with the next launch
+  // Each record's owner is a pointer: to the question's name first, then
+  // to the previous CNAME's target.
+  std::size_t owner = 12;
+  for (std::string_view c : chain) {
+    put16(out, static_cast<uint16_t>(0xc000 | owner));
+    put16(out, dns_cname);
+    put16(out, 1);
+    ttl();
+    const std::size_t size_at = out.size();
+    put16(out, 0);
+    owner = out.size();
+    if (!put_dns_name(out, c)) return dns_answer(packet, q, dns_servfail, {});
+    const std::size_t size = out.size() - owner;
+    out[size_at] = static_cast<char>(size >> 8);
+    out[size_at + 1] = static_cast<char>(size & 0xff);
+    // A pointer holds 14 bits: past that, the rest of the answer is not written.
+    if (owner > 0x3fff) return dns_answer(packet, q, dns_servfail, {});
+  }
   for (const auto* a : records) {
-    put16(out, 0xc00c);  // the name: a pointer to the question's
+    put16(out, static_cast<uint16_t>(0xc000 | owner));
     put16(out, q.type);
     put16(out, 1);
-    out.append("\0\0\0\x3c", 4);  // TTL 60 s: the rules may change with the next launch
+    ttl();
     put16(out, a->v4 ? 4 : 16);
     out.append(reinterpret_cast<const char*>(a->bytes.data()), a->v4 ? 4 : 16);
   }

@@ -60,6 +60,14 @@ struct ClientHello {
 };
 ClientHello client_hello_sni(std::string_view bytes);
 
+// Big-endian 16-bit fields, as DNS and TLS write them (`at + 2` must be
+// within `s`).
+uint16_t be16(std::string_view s, std::size_t at);
+void put16(std::string& out, uint16_t v);
+// `name` (dotted, labels of 1 to 63 bytes) as DNS labels ending with the
+// root; false, with `out` unchanged, when it cannot be written so.
+bool put_dns_name(std::string& out, std::string_view name);
+
 // DNS (RFC 1035): one question per query.
 struct DnsQuery {
   uint16_t id = 0;
@@ -71,11 +79,16 @@ struct DnsQuery {
 };
 inline constexpr uint16_t dns_a = 1;
 inline constexpr uint16_t dns_aaaa = 28;
-inline constexpr int dns_formerr = 1, dns_servfail = 2, dns_refused = 5;
+inline constexpr int dns_formerr = 1, dns_servfail = 2, dns_nxdomain = 3, dns_refused = 5;
+inline constexpr uint16_t dns_cname = 5;
 std::optional<DnsQuery> parse_dns_query(std::string_view packet);
 // The answer to `q` (whose bytes are `packet`): `rcode`, and for rcode 0
-// one record per address of the question's type (others are skipped).
-std::string dns_answer(std::string_view packet, const DnsQuery& q, int rcode, const std::vector<hosts::Address>& addresses);
+// the CNAME chain from the question's name (`cnames`, each the target of
+// the one before; canonical names), then one record per address of the
+// question's type, owned by the chain's end (others are skipped). A
+// CNAME question gets the first link alone.
+std::string dns_answer(std::string_view packet, const DnsQuery& q, int rcode, const std::vector<hosts::Address>& addresses,
+                       const std::vector<std::string>& cnames = {});
 // A FORMERR for a packet too broken to parse beyond its id.
 std::string dns_format_error(std::string_view packet);
 

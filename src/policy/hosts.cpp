@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "policy/idn.hpp"
+
 namespace nsrun::hosts {
 
 namespace {
@@ -146,9 +148,6 @@ bool is_internal(const Address& a) {
 std::expected<Host, std::string> canonical_host(std::string_view text) {
   if (text.empty()) return std::unexpected("empty host");
   if (text.size() > max_host_length) return std::unexpected("host too long");
-  for (char c : text)
-    if (static_cast<unsigned char>(c) >= 0x80)
-      return std::unexpected("not ASCII (IDN is not supported: write the xn-- form)");
   auto address_host = [](const Address& a) { return Host{true, address_text(a), a}; };
   if (text.find(':') != std::string_view::npos) {
     auto a = parse_ipv6(text);
@@ -160,6 +159,14 @@ std::expected<Host, std::string> canonical_host(std::string_view text) {
                  [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; });
   if (name.back() == '.') name.pop_back();
   if (name.empty()) return std::unexpected("empty host");
+  // Non-ASCII labels become their xn-- form and xn-- labels are checked
+  // (src/policy/idn.hpp): one spelling per name, or a refusal.
+  if (std::any_of(name.begin(), name.end(), [](char c) { return static_cast<unsigned char>(c) >= 0x80; }) ||
+      name.find("xn--") != std::string::npos) {
+    auto ascii = idn::to_ascii(name);
+    if (!ascii) return std::unexpected("internationalised name: " + ascii.error());
+    name = std::move(*ascii);
+  }
   const std::size_t last_dot = name.rfind('.');
   const std::string_view last = last_dot == std::string::npos ? std::string_view(name) : std::string_view(name).substr(last_dot + 1);
   if (numeric_label(last)) {

@@ -8,10 +8,11 @@
 // name whose last label is numeric is an IPv4 address in one of the forms
 // inet_aton() and browsers accept (`2130706433`, `0x7f.1`, `0177.0.0.1`),
 // never a name. IPv4-mapped IPv6 (`::ffff:127.0.0.1`) is the IPv4 address.
-// Names outside ASCII are refused: IDNA needs Unicode tables (UTS #46
-// mapping and normalisation) that nsrun does not carry, and a name that
-// is matched without them could be a homograph of an allowed one; write
-// the punycode (`xn--...`) form instead.
+// Labels outside ASCII are written in their Punycode form (`bücher` is
+// `xn--bcher-kva`), and `xn--` labels must decode to a name nsrun
+// accepts; what would need IDNA mapping tables nsrun does not carry (upper
+// case outside ASCII, combining marks, most scripts) is refused
+// (src/policy/idn.hpp says which code points pass).
 #pragma once
 
 #include <array>

@@ -59,6 +59,7 @@ struct MountOp {
   std::optional<int> source_fd;        // binds: an open fd (O_PATH or directory) instead of `source`
   std::vector<std::string> layers;     // overlays: host directories, uppermost first
   std::string workdir;                 // overlay: the work directory beside the upper one
+  bool volatile_upper = false;         // overlay: mounted `volatile` (no sync of the upper file system)
 
   bool operator==(const MountOp&) const = default;
 };

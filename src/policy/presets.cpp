@@ -27,7 +27,17 @@ MountOp layer_mount(const std::string& dir, const LayerDirs& layer) {
 }
 
 MountOp workspace_mount(const Policy& policy) {
-  if (policy.workspace_mode == WorkspaceMode::cow) return layer_mount(policy.workspace, policy.layers.workspace);
+  if (policy.workspace_mode == WorkspaceMode::cow) {
+    // The run layer is scratch until `nsrun commit`: `volatile` spares the
+    // unmount a sync of the whole file system the upper directory is on
+    // (everyone's dirty data; most of a cow launch's cost on a busy disk).
+    // The price: the command's fsync() there is a no-op, and a host crash
+    // may lose the layer's newest writes. Each launch has a fresh work
+    // directory, so overlayfs's after-crash refusal never trips.
+    MountOp m = layer_mount(policy.workspace, policy.layers.workspace);
+    m.volatile_upper = m.kind == MountOp::Kind::overlay;
+    return m;
+  }
   return op(MountOp::Kind::bind, policy.workspace, policy.workspace);
 }
 

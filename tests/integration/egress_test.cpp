@@ -160,7 +160,8 @@ TEST_CASE("egress: every trick is refused, and the report and the log say what h
   CHECK(value(r.out, "upper") == "200");
   CHECK(value(r.out, "to_loopback") == "403/blocked-by-allowlist");
   CHECK(value(r.out, "to_metadata") == "403/blocked-by-allowlist");
-  CHECK(value(r.out, "idn") == "400/bad-host");
+  // wéb.test is xn--wb-bja.test, another name than web.test.
+  CHECK(value(r.out, "idn") == "403/blocked-by-allowlist");
   CHECK(value(r.out, "sni_match") == "200:reached");
   CHECK(value(r.out, "sni_other") == "200:closed");
   CHECK(value(r.out, "sni_none") == "200:closed");
@@ -236,7 +237,7 @@ TEST_CASE("egress: bad rules are usage errors", "[egress]") {
   RunResult r;
   for (const auto& args : std::vector<std::vector<std::string>>{
            {"--network", "proxy", "--allow-host", "*", "--", "/bin/true"},
-           {"--network", "proxy", "--allow-host", "ex\xc3\xa4mple.com", "--", "/bin/true"},
+           {"--network", "proxy", "--allow-host", "EX\xc3\x84MPLE.com", "--", "/bin/true"},
            {"--network", "proxy", "--", "/bin/true"},
            {"--network", "none", "--allow-host", "a.test", "--", "/bin/true"},
            {"--network", "proxy", "--allow-host", "a.test", "--resolve-host", "a.test", "--", "/bin/true"}}) {

@@ -309,3 +309,29 @@ TEST_CASE("hidden credentials: unreadable by name, through a symlink and /proc/s
   CHECK(nsrun({"--policy", ws / "p.json", "--allow-read", home / ".npmrc", "--", "cat", home / ".npmrc"}, opts).out ==
         "//registry/:_authToken=SECRET\n");
 }
+
+// The Landlock rung cannot keep a protected path inside a writable root:
+// every creation route is met with a refusal before anything runs
+// (landlock-cannot-express), never with a weaker sandbox.
+TEST_CASE("protected paths: on the Landlock rung every creation route is refused before the command runs",
+          "[protect][landlock]") {
+  require_landlock();
+  TempDir ws("protect-ll-missing");
+  make_dir(ws / ".git");
+  make_dir(ws / ".git/info");
+  make_dir(ws / "conf");
+  make_dir(ws / "conf/deep");
+  const auto before = tree(ws.path());
+  for (const std::string target : {".git/info/attributes", "conf/deep/run.sh", ".envrc"}) {
+    DYNAMIC_SECTION(target) {
+      RunResult r = nsrun({"--backend", "landlock", "--protect", "conf/deep/run.sh", "--", "sh", "-c",
+                           "echo ran; " + creation_routes(target)},
+                          at(ws));
+      INFO(r.out << r.err);
+      CHECK(r.exit_code == 125);
+      CHECK(r.err.find("landlock-cannot-express (protected path") != std::string::npos);
+      CHECK(r.out == "");
+      CHECK(tree(ws.path()) == before);
+    }
+  }
+}

@@ -15,11 +15,12 @@
 #include <string>
 #include <string_view>
 
+#include "egress_py.hpp"
 #include "harness.hpp"
 
 namespace nsrun_test::egress {
 
-// HTTP on :80 answers "hello <Host>"; :443 and :22 answer "reached" to whatever
+// HTTP on :80 answers "hello <tag> <Host>" (serve_http, egress_py.hpp); :443 and :22 answer "reached" to whatever
 // arrives (a stand-in for a TLS server: the proxy checks the ClientHello,
 // the server need not speak TLS). Writes "ok" to the fifo once bound.
 inline constexpr std::string_view server_py = R"PY(
@@ -39,20 +40,6 @@ def raw22(addr):
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     s.bind((addr, 22)); s.listen(64)
     return s
-def serve_http(s, tag):
-    while True:
-        c, _ = s.accept()
-        data = b''
-        while b'\r\n\r\n' not in data:
-            d = c.recv(4096)
-            if not d: break
-            data += d
-        host = b'?'
-        for line in data.split(b'\r\n'):
-            if line.lower().startswith(b'host:'): host = line[5:].strip()
-        body = b'hello ' + tag + b' ' + host + b'\n'
-        c.sendall(b'HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n' % len(body) + body)
-        c.close()
 def serve_raw(s):
     while True:
         c, _ = s.accept()
@@ -67,7 +54,7 @@ threading.Event().wait()
 
 struct World {
   TempDir dir{"egress"};
-  World() { write_file(dir / "server.py", server_py); }
+  World() { write_file(dir / "server.py", std::string(http_hello_py) + std::string(server_py)); }
   // Runs `inner` (a shell command line) in a network namespace of the
   // test's own, with the servers up.
   RunResult run(const std::string& inner) {

@@ -108,7 +108,10 @@ TEST_CASE("cow: the plan overlays the home, then the workspace, then hides the l
   CHECK(s.layers == std::vector<std::string>{"/home/u/src/ws"});
   CHECK(s.source == p.layers.workspace.upper);
   CHECK(s.workdir == p.layers.workspace.work);
-  CHECK(s.options == "userxattr");
+  // The run layer is volatile (no sync of the upper file system at unmount);
+  // the home layer, which persists, is not.
+  CHECK(s.options == "userxattr,volatile");
+  CHECK(plan->mounts[home].options == "userxattr");
   CHECK(s.no_symlinks);
   CHECK((s.attrs & attr::rdonly) == 0);
   // No writable bind of the real workspace anywhere.

@@ -1,0 +1,82 @@
+// Helpers of the copy-on-write tests (cow_test.cpp, cow_commit_test.cpp):
+// a manifest of a tree (what "byte-identical" compares), the run id a
+// launch printed, and the environment that keeps the layers in the test's
+// own directories.
+#pragma once
+
+#include "harness.hpp"
+
+#include <catch2/catch_test_macros.hpp>
+
+#include <ftw.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <ctime>
+#include <functional>
+#include <map>
+#include <regex>
+#include <string>
+#include <vector>
+
+namespace nsrun_test::cow {
+
+// path -> "type mode size hash-or-target": what "byte-identical" compares.
+inline std::map<std::string, std::string> manifest(const std::string& root, const std::string& skip = {}) {
+  static std::map<std::string, std::string>* out;
+  static std::string base, skipped;
+  std::map<std::string, std::string> m;
+  out = &m;
+  base = root;
+  skipped = skip;
+  nftw(
+      root.c_str(),
+      [](const char* p, const struct stat* st, int, FTW*) {
+        std::string rel = std::string(p).substr(base.size());
+        if (!skipped.empty() && (std::string(p) == skipped || std::string(p).starts_with(skipped + "/"))) return 0;
+        std::string what;
+        if (S_ISLNK(st->st_mode)) what = "link " + read_link(p);
+        else if (S_ISREG(st->st_mode))
+          what = "file " + std::to_string(std::hash<std::string>{}(read_file(p)));
+        else if (S_ISDIR(st->st_mode)) what = "dir";
+        else what = "other";
+        (*out)[rel] = what + " " + std::to_string(st->st_mode & 07777) + " " +
+                      (S_ISDIR(st->st_mode) ? std::string() : std::to_string(st->st_size));
+        return 0;
+      },
+      16, FTW_PHYS);
+  return m;
+}
+
+inline std::string run_id_of(const std::string& err) {
+  std::smatch m;
+  if (std::regex_search(err, m, std::regex("nsrun: run ([0-9a-f]{12}):"))) return m[1];
+  FAIL("no run id on stderr: " << err);
+  return {};
+}
+
+// The environment for the layer commands and the runs: a cow dir and a
+// state home of the test's own, so nothing lands in the real ones.
+inline std::vector<std::string> layer_env(const TempDir& state, const std::string& home) {
+  return {"XDG_STATE_HOME=" + state.path(), "HOME=" + home, "XDG_RUNTIME_DIR="};
+}
+
+// Waits (with a deadline) until the coarse clock file times come from has
+// moved past `path`'s ctime.
+inline void wait_for_next_tick(const std::string& path) {
+  struct stat st{};
+  REQUIRE(::lstat(path.c_str(), &st) == 0);
+  CHECK(eventually([&] {
+    struct timespec now{};
+    ::clock_gettime(CLOCK_REALTIME_COARSE, &now);
+    return now.tv_sec > st.st_ctim.tv_sec || (now.tv_sec == st.st_ctim.tv_sec && now.tv_nsec > st.st_ctim.tv_nsec);
+  }));
+}
+
+inline nsrun_test::RunOptions in(const TempDir& dir, std::vector<std::string> env) {
+  RunOptions o = at(dir);
+  o.env = std::move(env);
+  return o;
+}
+
+}  // namespace nsrun_test::cow
