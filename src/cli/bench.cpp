@@ -23,7 +23,7 @@ namespace nsrun {
 namespace {
 
 constexpr std::string_view own_rows[] = {"bare",         "floor",         "read-only", "workspace-write", "network-none",
-                                         "network-proxy", "landlock", "limits", "cow"};
+                                         "network-proxy", "landlock", "limits", "cow",           "home-cow"};
 
 // The C libraries tools/meson.build may build a floor for
 // (tools/nsrun-floor-exec.c, one static binary each).
@@ -105,6 +105,10 @@ bench::Row nsrun_row(const BenchArgs& a, const std::string& ws, std::string name
   r.name = std::move(name);
   r.nsrun = true;
   r.argv = {a.nsrun, "--mode", std::string(mode), "--workspace", ws, "--report-fd", "3"};
+  // Every row but home-cow keeps the home read-only (the default before
+  // the copy-on-write home, issue 17): its figures stay comparable with
+  // earlier runs and measure its own cost, not the home layer's.
+  if (std::find(extra.begin(), extra.end(), "--home") == extra.end()) r.argv.insert(r.argv.end(), {"--home", "ro"});
   r.argv.insert(r.argv.end(), extra.begin(), extra.end());
   r.argv.push_back("--");
   r.argv.insert(r.argv.end(), a.payload.begin(), a.payload.end());
@@ -273,7 +277,7 @@ Result<BenchArgs> parse_bench(std::span<const std::string> args) {
         const std::size_t comma = rest.find(',');
         std::string_view name = rest.substr(0, comma);
         if (std::find(std::begin(own_rows), std::end(own_rows), name) == std::end(own_rows))
-          return fail(usage_error(arg, fmt::format("unknown row '{}' (bare, floor, read-only, workspace-write, network-none, network-proxy, landlock, limits, cow)", name)));
+          return fail(usage_error(arg, fmt::format("unknown row '{}' (bare, floor, read-only, workspace-write, network-none, network-proxy, landlock, limits, cow, home-cow)", name)));
         a.rows.emplace_back(name);
         rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
       }
@@ -302,7 +306,8 @@ std::string bench_usage() {
       "Measures sandbox start-up latency: spawn to exit of a no-op payload, bare,\n"
       "through the floor (a static program that only execs it, per C library),\n"
       "under nsrun (read-only, workspace-write, network-none, network-proxy,\n"
-      "landlock, limits, cow) and under\n"
+      "landlock, limits, cow: each with --home ro; home-cow: the default\n"
+      "copy-on-write home) and under\n"
       "peers, interleaved launch by launch in one run.\n"
       "\n"
       "options:\n"
@@ -317,7 +322,7 @@ std::string bench_usage() {
       "                         peer, else bare, else the first row)\n"
       "  --rows LIST            nsrun's own rows to run, comma-separated, from\n"
       "                         bare,floor,read-only,workspace-write,network-none,\n"
-      "                         network-proxy,landlock,limits,cow\n"
+      "                         network-proxy,landlock,limits,cow,home-cow\n"
       "  --binds N              add a workspace-write row with N extra read-only binds\n"
       "  --payload CMDLINE      the payload (default /bin/true, else nsrun --bench-noop)\n"
       "  --nsrun PATH           the nsrun binary to measure (default: this one)\n"
@@ -395,6 +400,11 @@ int bench_main(std::span<const std::string> args) {
     }
     rows.push_back(nsrun_row(a, ws, "nsrun cow", "workspace-write", {"--workspace-mode", "cow", "--cow-dir", *cow}));
   }
+  // Issue 17: the default launch, a copy-on-write home (the overlay, the
+  // layer's work directory made and removed); one named layer for every
+  // bench run, so runs leave no layer per scratch workspace.
+  if (wanted(a, "home-cow"))
+    rows.push_back(nsrun_row(a, ws, "nsrun home-cow", "workspace-write", {"--home", "cow", "--home-layer", "nsrun-bench"}));
   if (a.binds > 0) {
     std::vector<std::string> extra;
     for (std::size_t i = 0; i < a.binds; ++i) extra.insert(extra.end(), {"--ro", scratch.bind_dir(i)});

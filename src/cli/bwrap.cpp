@@ -224,6 +224,8 @@ class Parser {
     // bwrap's defaults, not nsrun's: only the mount namespace unless asked,
     // the caller's list of mounts and nothing else, no default filter.
     p.preset = false;
+    p.home = HomeMode::ro;  // bwrap has no home overlay: $HOME is what the caller's mounts make it
+    p.home_given = true;
     p.limits.no_core_dumps = false;  // bwrap leaves RLIMIT_CORE as it finds it
     p.follow_symlinks = true;
     p.ns = Namespaces{false, false, false, false, false, false};

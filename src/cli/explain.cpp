@@ -200,7 +200,7 @@ Result<std::string> explain(const Policy& policy) {
   if (policy.preset) {
     out += fmt::format("workspace: {}\n", policy.workspace);
     for (const auto& w : policy.writable) out += fmt::format("writable: {}\n", w);
-    out += describe_layers(policy);
+    out += describe_layers(previewed);
   }
   if (!policy.host_backend.empty()) out += fmt::format("host backend: {}\n", policy.host_backend);
   // The plan of the rung that would run: the namespace rung's unless

@@ -364,8 +364,12 @@ std::span<const OptionSpec> option_table() {
        .set = set_enum(&Policy::workspace_mode, parse_workspace_mode, "direct or cow")},
       {.native = {"--cow-dir", "DIR", "where run layers go (default $XDG_RUNTIME_DIR/nsrun/runs)"},
        .json = "cow_dir", .arity = 1, .set = set_string(&Policy::cow_dir)},
-      {.native = {"--home", "MODE", "ro (default), cow (writes go to a persistent home layer) or rw"},
-       .json = "home", .arity = 1, .set = set_enum(&Policy::home, parse_home_mode, "ro, cow or rw")},
+      {.native = {"--home", "MODE", "cow (default: writes go to a persistent home layer), ro or rw"},
+       .json = "home", .arity = 1, .set = [](OptionCall& c) -> Result<void> {
+         auto r = set_enum(&Policy::home, parse_home_mode, "ro, cow or rw")(c);
+         if (r) c.policy.home_given = true;
+         return r;
+       }},
       {.native = {"--home-layer", "NAME", "the home layer to use (default: one per workspace)"},
        .json = "home_layer", .arity = 1, .set = set_string(&Policy::home_layer)},
       {.native = {"--pass-fd", "FD", "keep FD open for the command (repeatable)"}, .json = "pass_fds", .arity = 1,

@@ -1,11 +1,14 @@
 #include "launch/ladder.hpp"
 
+#include "launch/home_fallback.hpp"
+
 #include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
 
+#include "launch/home_fallback.hpp"
 #include "launch/landlock_rung.hpp"
 #include "policy/json.hpp"
 #include "sys/syscalls.hpp"
@@ -219,6 +222,25 @@ LadderOutcome run_ladder(const Policy& policy, Prepared& p, LaunchReport& report
       report.verdict = std::move(o.verdict);
       return done({o.exit_code, o.error, {}}, o.timeline);
     }
+    // The home's overlay refused by this kernel or file system, before the
+    // command ran: the same rung again with the caches redirected
+    // (launch/home_fallback.hpp), never a rung down for it.
+    if (home_overlay_refused(*o.error, p.plan, policy)) {
+      const std::string why = fmt::format("no overlay for the home here ({}: {})", reason::overlay_unavailable,
+                                          o.error->message());
+      if (auto r = prepare_cache_redirect(p, policy, why); !r) return done({r.error().exit_code(), r.error(), {}}, p.timeline);
+      LaunchOutcome again = run_namespaces(p);
+      if (again.command_started || !again.error) {
+        ns.used = again.command_started;
+        ns.detail = why;
+        ll.reason = reason::not_tried;
+        report.rung = "namespaces";
+        report.verdict = std::move(again.verdict);
+        note_cache_redirect(report, policy.layers.redirect);
+        return done({again.exit_code, again.error, {}}, again.timeline);
+      }
+      o = std::move(again);
+    }
     NamespaceVerdict v = verdict_for(*o.error, p.plan.proc, p.plan.clone_flags);
     ns.detail = v.detail;
     if (v.reason.empty()) {
@@ -252,11 +274,7 @@ LadderOutcome run_ladder(const Policy& policy, Prepared& p, LaunchReport& report
     ll.used = true;
     report.rung = "landlock";
     report.verdict = std::move(o.verdict);
-    if (!policy.layers.redirect.empty()) {
-      report.layers.home = "cache-redirect";
-      report.layers.home_layer = policy.layers.redirect;
-      for (const auto& [var, value] : cache_redirects(policy.layers.redirect, "")) report.layers.redirected.push_back(var);
-    }
+    if (!policy.layers.redirect.empty()) note_cache_redirect(report, policy.layers.redirect);
     // No PID namespace here: the command sees the host's /proc, read-only
     // by the ruleset.
     report.proc = ProcMode::host_bind;
@@ -268,7 +286,12 @@ LadderOutcome run_ladder(const Policy& policy, Prepared& p, LaunchReport& report
   return done({o.error ? o.error->exit_code() : 125, o.error, {}}, o.timeline);
 }
 
-int probe_rungs(const Policy& policy, bool json_out) {
+int probe_rungs(const Policy& given, bool json_out) {
+  // A probe makes no home layer: each rung is tried with the home as
+  // the read-only root shows it (what a launch falls back to where the
+  // overlay is refused, docs/ladder.md).
+  Policy policy = given;
+  if (policy.home == HomeMode::cow && policy.layers.home_layer.upper.empty()) policy.home = HomeMode::ro;
   // What a launch prepares, then each rung's launch up to the exec.
   auto prepared = prepare(policy);
   if (!prepared) {

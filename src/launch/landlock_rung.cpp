@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 
 #include "landlock/kernel.hpp"
+#include "launch/home_fallback.hpp"
 #include "net/connector.hpp"
 #include "policy/env.hpp"
 #include "ns/channel.hpp"
@@ -369,11 +370,13 @@ Readiness assess(const Policy& policy) {
   }
   // A copy-on-write home has no overlay here: its redirect directory is a
   // writable root instead, and run() points the caches at it.
+  // Without a layer made (nsrun probe, a layer that could not be made) it
+  // is the home as the read-only root shows it, and nothing redirected.
   std::optional<Policy> redirected;
-  if (!policy.layers.redirect.empty()) {
+  if (policy.home == HomeMode::cow) {
     redirected = policy;
     redirected->home = HomeMode::ro;  // no overlay: the home as the read-only root shows it
-    redirected->writable.push_back(policy.layers.redirect);
+    if (!policy.layers.redirect.empty()) redirected->writable.push_back(policy.layers.redirect);
   }
   const Policy& effective = redirected ? *redirected : policy;
   Inputs inputs{terminals(), {}, {}, protected_present(effective)};
@@ -401,6 +404,7 @@ Readiness assess(const Policy& policy) {
   if (limits) r.limits = std::move(*limits);
   else r.limits_error = limits.error();
   r.redirect = policy.layers.redirect;
+  r.redirect_stated = policy.home_given;
   return r;
 }
 
@@ -413,9 +417,9 @@ LaunchOutcome run(Prepared& p, Readiness ready) {
   }
   apply_limits(p, std::move(ready.limits));
   if (!ready.redirect.empty()) {
-    const char* maven = env_lookup(p.env, "MAVEN_OPTS");
-    for (const auto& [var, value] : cache_redirects(ready.redirect, maven ? maven : "")) set_env(p.env, var, value);
-    fmt::print(stderr, "nsrun: --home cow: no overlay on the Landlock rung; the home stays read-only and the "
+    redirect_caches(p.env, ready.redirect);
+    if (ready.redirect_stated)
+      fmt::print(stderr, "nsrun: --home cow: no overlay on the Landlock rung; the home stays read-only and the "
                        "well-known caches go to {}\n",
                printable(ready.redirect));
   }

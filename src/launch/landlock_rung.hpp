@@ -33,6 +33,7 @@ struct Readiness {
   RungLimits limits;    // this rung's limits (issue 15) ...
   std::optional<Error> limits_error;  // ... or why one of them cannot be kept here
   std::string redirect; // a copy-on-write home's cache-redirect directory (src/layers/), or empty
+  bool redirect_stated = false;  // --home cow was asked for: the fallback is said on stderr too
 };
 
 // Reads the kernel's ABI, plans the ruleset for `policy` and compiles the

@@ -814,6 +814,10 @@ static void note_layers(const layers::Session& layers, LaunchReport& report) {
                layers.run_id(), layers.run_id(), layers.run_id(), layers.run_id());
   }
   if (p.layers.home.empty()) return;
+  // Said either way: a layer that cannot be made is the caller's setup to
+  // fix (or --home ro to say so), not a property of the host.
+  if (!layers.home_note().empty())
+    fmt::print(stderr, "nsrun: --home cow: no home layer ({}); the home stays read-only\n", layers.home_note());
   report.layers.home = name(p.home);
   if (layers.home_layer()) report.layers.home_layer = p.layers.home_layer.upper;
   if (p.home == HomeMode::rw)

@@ -47,25 +47,26 @@ void remove_stale_work(int parent, const std::string& shown) {
 
 }  // namespace
 
+// A work directory made under a temporary name, locked, then renamed:
+// remove_stale_work() never sees one that is not locked yet.
+Result<Session::Work> Session::make_work(int parent, const std::string& shown) {
+  const std::string tmp = fmt::format(".new-{}", random_hex(12));
+  if (::mkdirat(parent, tmp.c_str(), 0700) != 0) return fail(sys_error("mkdir", shown + "/" + tmp));
+  Fd lock(::openat(parent, tmp.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!lock || ::flock(lock.get(), LOCK_EX) != 0) return fail(sys_error("lock", shown + "/" + tmp));
+  const std::string name = fmt::format("{}{}", work_prefix, random_hex(12));
+  if (::renameat(parent, tmp.c_str(), parent, name.c_str()) != 0) return fail(sys_error("rename", shown + "/" + name));
+  Fd dup(::fcntl(parent, F_DUPFD_CLOEXEC, 3));
+  if (!dup) return fail(sys_error("dup", shown));
+  return Work{std::move(dup), name, std::move(lock), shown + "/" + name};
+}
+
 Result<Session> Session::open(const Policy& policy) {
   Session s;
   s.policy_ = policy;
   settle_layers(s.policy_);
   CowLayers& l = s.policy_.layers;
   const bool writing = policy.mode == Mode::workspace_write;
-  // A work directory made under a temporary name, locked, then renamed:
-  // remove_stale_work() never sees one that is not locked yet.
-  auto make_work = [](int parent, const std::string& shown) -> Result<Work> {
-    const std::string tmp = fmt::format(".new-{}", random_hex(12));
-    if (::mkdirat(parent, tmp.c_str(), 0700) != 0) return fail(sys_error("mkdir", shown + "/" + tmp));
-    Fd lock(::openat(parent, tmp.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (!lock || ::flock(lock.get(), LOCK_EX) != 0) return fail(sys_error("lock", shown + "/" + tmp));
-    const std::string name = fmt::format("{}{}", work_prefix, random_hex(12));
-    if (::renameat(parent, tmp.c_str(), parent, name.c_str()) != 0) return fail(sys_error("rename", shown + "/" + name));
-    Fd dup(::fcntl(parent, F_DUPFD_CLOEXEC, 3));
-    if (!dup) return fail(sys_error("dup", shown));
-    return Work{std::move(dup), name, std::move(lock), shown + "/" + name};
-  };
 
   if (writing && policy.workspace_mode == WorkspaceMode::cow) {
     auto base = open_private_dir(l.run_base);
@@ -107,7 +108,26 @@ Result<Session> Session::open(const Policy& policy) {
     s.run_work_ = std::move(*work);
   }
 
-  if (policy.mode != Mode::full_access && policy.home == HomeMode::cow && !l.home.empty() && !l.home_base.empty()) {
+  // The bwrap dialect has no home overlay (bwrap has none).
+  if (policy.preset && policy.mode != Mode::full_access && policy.home == HomeMode::cow && !l.home.empty() &&
+      !l.home_base.empty()) {
+    // A layer that cannot be made (a home or state directory the caller
+    // cannot write, one someone else owns, a symlink on the way) leaves the
+    // home as the read-only root shows it, stated: less than asked, never
+    // more, and never a launch refused where --home ro ran.
+    if (auto r = s.open_home_layer(); !r) {
+      s.home_note_ = r.error().message();
+      s.policy_.home = HomeMode::ro;
+      l.home_layer = {};
+      l.redirect.clear();
+    }
+  }
+  return s;
+}
+
+Result<void> Session::open_home_layer() {
+  CowLayers& l = policy_.layers;
+  {
     const std::string dir = l.home_base + "/" + l.home_name;
     auto layer = open_private_dir(dir);
     if (!layer) return fail(layer.error());
@@ -122,9 +142,9 @@ Result<Session> Session::open(const Policy& policy) {
     if (::mkdirat(dirfd.get(), "redirect", 0700) != 0 && errno != EEXIST) return fail(sys_error("mkdir", dir + "/redirect"));
     l.redirect = dir + "/redirect";
     l.home_layer = {l.home, dir + "/upper", dir + "/" + work->name};
-    s.home_work_ = std::move(*work);
+    home_work_ = std::move(*work);
   }
-  return s;
+  return {};
 }
 
 void Session::close() {

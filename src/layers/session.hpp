@@ -38,6 +38,9 @@ class Session {
   const Policy& policy() const { return policy_; }
   const std::string& run_id() const { return policy_.layers.run_id; }
   bool home_layer() const { return !policy_.layers.home_layer.upper.empty(); }
+  // Why a copy-on-write home asked for has no layer (the home stays
+  // read-only); empty when it has one or none was asked for.
+  const std::string& home_note() const { return home_note_; }
 
   // After the run: the home layer's work directory goes (best effort); the
   // run layer's stays, unlocked, until `nsrun discard`.
@@ -55,7 +58,10 @@ class Session {
     Fd lock;            // flock()ed while the sandbox runs
     std::string shown;
   };
+  static Result<Work> make_work(int parent, const std::string& shown);
+  Result<void> open_home_layer();
   Policy policy_;
+  std::string home_note_;
   std::optional<Work> run_work_;
   std::optional<Work> home_work_;
 };

@@ -141,8 +141,12 @@ std::string describe_layers(const Policy& p) {
     out += "home: none ($HOME is not a directory)\n";
   } else if (p.home == HomeMode::cow) {
     out += fmt::format("home: cow ({} is an overlay; writes go to the layer {} under {}, hidden inside; nsrun home "
-                       "diff / reset)\n",
-                       p.layers.home, p.layers.home_name, p.layers.home_base);
+                       "diff / reset; where the overlay is refused (kernel, file system, the Landlock rung) the "
+                       "home stays read-only and the well-known caches go to {}: the report says cache-redirect, and stderr too when --home cow is "
+                       "given)\n",
+                       p.layers.home, p.layers.home_name, p.layers.home_base,
+                       p.layers.redirect.empty() ? p.layers.home_base + "/" + p.layers.home_name + "/redirect"
+                                                 : p.layers.redirect);
   } else {
     out += fmt::format("home: {} ({})\n", name(p.home),
                        p.home == HomeMode::rw ? "bound writable: the command can change it" : "read-only");

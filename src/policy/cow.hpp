@@ -16,8 +16,9 @@ namespace nsrun {
 // --workspace-mode: `direct` binds the workspace writable; `cow` mounts it
 // as an overlay whose lower layer is the real workspace (never written).
 enum class WorkspaceMode { direct, cow };
-// --home: `ro` leaves $HOME as the read-only root shows it; `cow` overlays it
-// with a persistent layer; `rw` binds it writable (stated on stderr).
+// --home: `cow` (the presets' default) overlays $HOME with a persistent
+// layer; `ro` leaves it as the read-only root shows it; `rw` binds it
+// writable (stated on stderr).
 enum class HomeMode { ro, cow, rw };
 
 // One overlay's host directories. `upper` and `work` are siblings in a

@@ -185,7 +185,13 @@ struct Policy {
 
   // Copy-on-write layers (issues 14, 17; src/policy/cow.hpp, src/layers/).
   WorkspaceMode workspace_mode = WorkspaceMode::direct;
-  HomeMode home = HomeMode::ro;
+  // cow by default in the presets (the bwrap dialect sets ro: bwrap has
+  // no home overlay; full-access has no home of its own to confine).
+  HomeMode home = HomeMode::cow;
+  // --home or the "home" field named it. The default's fallbacks are in the
+  // report and explain; one asked for is also stated on stderr (a line per
+  // launch on every Landlock host would be noise in each command's stderr).
+  bool home_given = false;
   std::string cow_dir;                 // --cow-dir DIR: where run layers go
   std::string home_layer;              // --home-layer NAME: share a home layer between workspaces
   CowLayers layers;                    // resolved by the front end and the launch

@@ -367,7 +367,11 @@ const Readers<Policy>& policy_readers() {
       {"argv", strings_into(&Policy::argv)},
       {"argv0", string_into(&Policy::argv0)},
       {"workspace_mode", enum_into(&Policy::workspace_mode, parse_workspace_mode)},
-      {"home", enum_into(&Policy::home, parse_home_mode)},
+      {"home", [](const Value& v, Policy& p, const std::string& f) -> Result<void> {
+         auto r = enum_into(&Policy::home, parse_home_mode)(v, p, f);
+         if (r) p.home_given = true;
+         return r;
+       }},
       {"cow_dir", string_into(&Policy::cow_dir)},
       {"home_layer", string_into(&Policy::home_layer)},
   };
@@ -430,7 +434,8 @@ json::Value to_json(const Policy& p) {
   out.set("argv", strings(p.argv));
   out.set("argv0", p.argv0);
   out.set("workspace_mode", name(p.workspace_mode));
-  out.set("home", name(p.home));
+  // Only a home named: the default reads back as the default.
+  if (p.home_given) out.set("home", name(p.home));
   out.set("cow_dir", p.cow_dir);
   out.set("home_layer", p.home_layer);
   return out;

@@ -46,7 +46,17 @@ void home_mounts(std::vector<MountOp>& out, const Policy& policy) {
   const std::string& home = policy.layers.home;
   if (home.empty() || contains_private_mounts(home)) return;
   if (policy.home == HomeMode::rw) out.push_back(op(MountOp::Kind::bind, home, home));
-  if (policy.home == HomeMode::cow) out.push_back(layer_mount(home, policy.layers.home_layer));
+  if (policy.home != HomeMode::cow) return;
+  out.push_back(layer_mount(home, policy.layers.home_layer));
+  // --allow-read re-exposes a path read-only: in the layer it would be
+  // writable, and a write would copy it (a key, a token) up into the
+  // layer. The real one, bound read-only over the layer, is neither.
+  for (const auto& a : policy.allow_read) {
+    if (a.size() <= home.size() || !a.starts_with(home) || a[home.size()] != '/') continue;
+    MountOp m = op(MountOp::Kind::ro_bind, a, a);
+    m.optional = true;
+    out.push_back(std::move(m));
+  }
 }
 }  // namespace
 

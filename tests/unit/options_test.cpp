@@ -133,7 +133,7 @@ TEST_CASE("options: an option's JSON field reads back to the same Policy", "[opt
       {"--seccomp", {"log"}},            {"--unix-sockets", {"none"}},    {"--allow-socket", {"/run/x.sock"}},
       {"--pass-fd", {"5"}},
       {"--protect", {"x/y"}},            {"--unprotect", {".envrc"}},     {"--allow-read", {"/h/.npmrc"}},
-      {"--workspace-mode", {"cow"}},     {"--cow-dir", {"/run/cow"}},     {"--home", {"cow"}},
+      {"--workspace-mode", {"cow"}},     {"--cow-dir", {"/run/cow"}},     {"--home", {"ro"}},
       {"--home-layer", {"shared"}},
   };
   const auto fields = policy_json_fields();
