@@ -172,6 +172,11 @@ Result<void> explain_landlock(const Policy& policy, std::string& out) {
                                            ? "none (no network namespace on this rung: the filter refuses socket() for "
                                              "AF_INET, AF_INET6 and AF_PACKET; pathname unix sockets are files, not "
                                              "network: see unix sockets)"
+                                           : policy.network == Network::proxy
+                                           ? "proxy (the host's network namespace: Landlock refuses every TCP connect "
+                                             "and bind; the filter allows TCP sockets only; nsrun answers connect() "
+                                             "with a socket to its proxy on the host's 127.0.0.1 at a port picked at "
+                                             "launch, and refuses every other address; no DNS stub)"
                                            : "share (the host's network)");
   return {};
 }

@@ -46,10 +46,6 @@ constexpr const char* writable_devices[] = {"/dev/null", "/dev/zero", "/dev/full
 }  // namespace
 
 std::string cannot_express(const Policy& p) {
-  // The proxy's listeners live in the sandbox's own network namespace;
-  // without one they would be on the host's loopback, where every host
-  // process could use them (issue 13).
-  if (p.network == Network::proxy) return "--network proxy";
   // Identity and privilege: Landlock confines files, it cannot change who
   // the command is or hand it capabilities safely outside a user namespace.
   if (p.uid) return fmt::format("uid {}", *p.uid);
@@ -75,6 +71,11 @@ std::string cannot_express(const Policy& p) {
 
   std::vector<std::string> writable;
   for (const MountOp& m : mounts) {
+    // --network proxy's resolv.conf names the DNS stub of a network
+    // namespace; this rung has none. The host's file stays, and its
+    // queries are refused (UDP sockets, connect() to port 53): names are
+    // resolved by the proxy (CONNECT, socks5h).
+    if (p.network == Network::proxy && m.kind == K::ro_bind_data && m.dest == resolver_mount().dest) continue;
     switch (m.kind) {
       case K::ro_bind:
       case K::remount_ro:
@@ -147,6 +148,13 @@ std::expected<Ruleset, CannotExpress> make_ruleset(const Policy& p, int abi, con
   });
   if (!inside.empty()) return std::unexpected(CannotExpress{std::move(inside)});
 
+  // --network proxy without a network namespace: Landlock must refuse
+  // every TCP connect and bind of the command (ABI 4), so that only
+  // nsrun's answer to connect() reaches anything (net/connector.hpp).
+  if (p.network == Network::proxy && abi < 4)
+    return std::unexpected(CannotExpress{fmt::format(
+        "--network proxy (Landlock ABI {} cannot refuse TCP connect and bind; ABI 4 can)", abi)});
+
   Ruleset r;
   r.abi = abi;
   r.handled_fs = fs_rights(abi);
@@ -205,6 +213,10 @@ std::expected<Ruleset, CannotExpress> make_ruleset(const Policy& p, int abi, con
     if (abi < 4) r.dropped.push_back("network-tcp");
     // Landlock speaks only of TCP: UDP, raw and other sockets stay open.
     r.dropped.push_back("network-other");
+  } else if (p.network == Network::proxy) {
+    // No port rule: no TCP connect or bind at all. The rung's filter keeps
+    // the rest (UDP, raw and other families; connect() goes to nsrun).
+    r.handled_net = net_rights(abi);
   }
   if (abi < 5) r.dropped.push_back("ioctl-dev");
   r.scoped = scopes(abi);

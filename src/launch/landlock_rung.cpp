@@ -21,6 +21,7 @@
 
 #include "landlock/kernel.hpp"
 #include "launch/home_fallback.hpp"
+#include "net/connector.hpp"
 #include "policy/env.hpp"
 #include "ns/channel.hpp"
 #include "ns/outcome.hpp"
@@ -350,6 +351,23 @@ Readiness assess(const Policy& policy) {
     r.detail = "--workspace-mode cow needs an overlay (the namespace rung)";
     return r;
   }
+  // --network proxy: nsrun answers the command's connect() through a
+  // seccomp listener (net/connector.hpp); Landlock's part needs ABI 4,
+  // which make_ruleset() checks.
+  if (policy.network == Network::proxy) {
+    if (!egress::user_notification_available()) {
+      r.reason = "landlock-cannot-express";
+      r.detail = "--network proxy (the kernel has no seccomp user notification to answer connect())";
+      return r;
+    }
+    // Its check is a notified call before the exec, while nsrun waits for
+    // the exec: with every connect() notified too, nsrun would wait on itself.
+    if (policy.assert_userns_disabled) {
+      r.reason = "landlock-cannot-express";
+      r.detail = "--network proxy with --assert-userns-disabled";
+      return r;
+    }
+  }
   // A copy-on-write home has no overlay here: its redirect directory is a
   // writable root instead, and run() points the caches at it.
   // Without a layer made (nsrun probe, a layer that could not be made) it
@@ -405,6 +423,26 @@ LaunchOutcome run(Prepared& p, Readiness ready) {
                        "well-known caches go to {}\n",
                printable(ready.redirect));
   }
+  // --network proxy (issue 13): the proxy listens on the host's loopback,
+  // on a port the kernel picks, and serves only the sockets nsrun makes
+  // when it answers the command's connect() (net/connector.hpp).
+  Fd proxy_listener;
+  std::shared_ptr<egress::Connector> connector;
+  if (p.egress) {
+    uint16_t port = 0;
+    auto listener = egress::host_listener(port);
+    if (!listener) {
+      out.error = listener.error();
+      out.timeline = p.timeline;
+      return out;
+    }
+    proxy_listener = std::move(*listener);
+    egress::retarget_proxy_environment(p.env, port);
+    connector = std::make_shared<egress::Connector>(port);
+    p.egress->admit = [connector](const sockaddr_storage& peer) { return connector->admit(peer); };
+    p.notify_handler = [connector](int l, const seccomp_notif& call) { return connector->handle(l, call); };
+    p.require_listener = true;
+  }
   // Everything but the private TMPDIR, which the supervisor adds.
   Result<Fd> fd = build(ready.ruleset);
   p.timeline.mark("landlock-plan");
@@ -458,6 +496,7 @@ LaunchOutcome run(Prepared& p, Readiness ready) {
   if (child == 0) {
     channel->parent.reset();
     name_in.reset();
+    proxy_listener.reset();
     if (words) words->parent.reset();
     supervisor(nsrun_pid, channel->child.get(), name_out.get(), p, original_mask, setup, ready.ruleset);
   }
@@ -466,7 +505,26 @@ LaunchOutcome run(Prepared& p, Readiness ready) {
   fd->reset();
   if (words) words->child.reset();
   p.words_fd = -1;
-  out = supervise(child, channel->parent.get(), p, original_mask, "the supervisor");
+  // As on the namespace rung: its thread starts from nsrun's wait loop at
+  // the first connection (supervise()), never before the fork.
+  std::unique_ptr<egress::Egress> proxy;
+  if (proxy_listener) {
+    auto started = egress::Egress::start_on(*p.egress, std::move(proxy_listener));
+    if (!started) {
+      ::kill(child, SIGKILL);
+      ::waitpid(child, nullptr, 0);
+      end_leftovers();
+      remove_reported_tmpdir(name_in.get());
+      sigprocmask(SIG_SETMASK, &original_mask, nullptr);
+      out.error = started.error();
+      out.timeline = p.timeline;
+      return out;
+    }
+    proxy = std::move(*started);
+    connector->on_decision([e = proxy.get()](egress::Decision d) { e->record(std::move(d)); });
+  }
+  out = supervise(child, channel->parent.get(), p, original_mask, "the supervisor", proxy.get());
+  if (proxy) p.egress_decisions = proxy->stop();
   // The supervisor has ended the command's processes and removed the
   // TMPDIR; only if it was killed itself is anything left, now ours.
   end_leftovers();

@@ -126,11 +126,20 @@ Result<void> load_command_filter(const Prepared& p, const BpfProgram& plain, boo
   if (!p.watch_writes.empty() && p.words_fd >= 0)
     if (auto listener = load_filter_listening(p.watch_writes)) send_watch_listener(p.words_fd, listener->get());
   if (!p.seccomp_notify.empty() && p.words_fd >= 0) {
-    if (auto listener = load_filter_listening(p.seccomp_notify)) {
+    auto listener = load_filter_listening(p.seccomp_notify);
+    if (listener) {
       send_listener(p.words_fd, listener->get());
       return {};
     }
+    // The plain filter would refuse every connect(): closed, but not what
+    // was asked for; say why instead.
+    if (p.require_listener) {
+      Error e = listener.error();
+      e.detail = "--network proxy on the Landlock rung answers connect() through it";
+      return fail(e);
+    }
   }
+  if (p.require_listener) return fail(sys_error("seccomp listener", "", ENOSYS));
   return load_filter(plain);
 }
 
@@ -610,6 +619,7 @@ LaunchOutcome supervise(pid_t child, int channel, Prepared& p, const sigset_t& o
   watching.kill_after_ms = p.limits.kill_after_ms;
   watching.rlimits = p.limits.rlimits;
   watching.notify_spec = p.seccomp_notify_spec;
+  watching.notify_handler = p.notify_handler;
   watching.writes = p.write_scope;
   // --network proxy: its thread starts at the first connection or query.
   if (proxy != nullptr) {
@@ -756,10 +766,13 @@ Result<RungLimits> rung_limits(const Policy& policy, FilterRung rung) {
     else out.cgroup_base = detect_cgroup_v2().dir;
   }
   out.observe = !policy.report_path.empty() || policy.report_fd.has_value() || policy.verdict || policy.watch_writes;
-
+  // --network proxy on the Landlock rung: nsrun answers the command's
+  // connect() through the listener (net/connector.hpp), observed or not.
+  const bool answers = rung == FilterRung::landlock && policy.network == Network::proxy;
+  if (answers) out.observe = true;
   // Not with --assert-userns-disabled: its check is a notified call made
   // before the exec, while nsrun still waits for the exec (a wait on itself).
-  if (out.observe && !policy.assert_userns_disabled) {
+  if (out.observe && (!policy.assert_userns_disabled || answers)) {
     auto notify = compile_notify_filter(policy, rung);
     if (!notify) return fail(notify.error());
     out.notify = std::move(*notify);

@@ -74,6 +74,8 @@ struct Prepared {
   std::optional<egress::EgressConfig> egress;
   int egress_fd = -1;
   std::vector<egress::Decision> egress_decisions;
+  NotifyHandler notify_handler;            // the Landlock rung's connect() and listen() (net/connector.hpp)
+  bool require_listener = false;           // no plain-filter fall back: the handler is the promise
   // `nsrun probe`: the whole launch, with the command's process exiting 0
   // where it would exec; no command runs.
   bool stop_before_exec = false;

@@ -61,6 +61,8 @@ Verdict watch(const WatchSetup& s) {
     Notification n = Notification::receive(fd);
     if (!n) return errno == EINTR || errno == ENOENT;
     const seccomp_notif& call = n.get();
+    // connect() and listen() under --network proxy on the Landlock rung.
+    if (s.notify_handler && s.notify_handler(fd, call)) return true;
     const std::string_view name = precompiled_syscall_name(call.data.nr);
     std::array<uint64_t, 6> args{};
     for (std::size_t i = 0; i < args.size(); ++i) args[i] = call.data.args[i];

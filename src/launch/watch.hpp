@@ -58,6 +58,7 @@ struct WatchSetup {
   uint64_t kill_after_ms = 2000;
   std::vector<RlimitSetting> rlimits;  // to name an rlimit behind SIGXCPU / SIGXFSZ
   FilterSpec notify_spec;              // the notifying filter's rules: each answer's errno
+  NotifyHandler notify_handler;        // calls nsrun answers itself (--network proxy, Landlock rung)
   std::optional<WriteScope> writes;    // --watch-writes: where this rung lets the command write
   // Polled until one is readable, then `wake` is called once (the egress
   // proxy's thread starts on demand, issue 16).

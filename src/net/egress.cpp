@@ -13,8 +13,10 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <mutex>
@@ -214,9 +216,9 @@ Result<std::vector<std::pair<std::string, Address>>> parse_pins(const std::vecto
   return out;
 }
 
-std::vector<std::pair<std::string, std::string>> proxy_environment(std::string_view self) {
-  const std::string http = fmt::format("http://127.0.0.1:{}", proxy_port);
-  const std::string socks = fmt::format("socks5h://127.0.0.1:{}", proxy_port);
+std::vector<std::pair<std::string, std::string>> proxy_environment(std::string_view self, uint16_t port) {
+  const std::string http = fmt::format("http://127.0.0.1:{}", port);
+  const std::string socks = fmt::format("socks5h://127.0.0.1:{}", port);
   const std::string no_proxy = "localhost,127.0.0.1,::1";
   std::vector<std::pair<std::string, std::string>> env = {
       // curl reads only the lower-case http_proxy (httpoxy); others the upper.
@@ -228,7 +230,7 @@ std::vector<std::pair<std::string, std::string>> proxy_environment(std::string_v
       {"BUNDLE_HTTP_PROXY", http}, {"BUNDLE_HTTPS_PROXY", http},
       {"JAVA_TOOL_OPTIONS", fmt::format("-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort={0} -Dhttps.proxyHost=127.0.0.1 "
                                         "-Dhttps.proxyPort={0} -Dhttp.nonProxyHosts=localhost|127.0.0.1",
-                                        proxy_port)},
+                                        port)},
   };
   // Single quotes around the path: ssh hands ProxyCommand to a shell.
   if (!self.empty() && self.find('\'') == std::string_view::npos)
@@ -904,7 +906,17 @@ void serve_listeners(const std::shared_ptr<State>& s, std::array<Fd, 3>& listene
     }
     if ((p[3].revents & POLLIN) != 0) return;
     if ((p[0].revents & POLLIN) != 0) {
-      Fd c(::accept4(proxy.get(), nullptr, nullptr, SOCK_CLOEXEC));
+      sockaddr_storage peer{};
+      socklen_t peer_len = sizeof peer;
+      Fd c(::accept4(proxy.get(), reinterpret_cast<sockaddr*>(&peer), &peer_len, SOCK_CLOEXEC));
+      if (c && s->config.admit && !s->config.admit(peer)) {
+        Decision d;
+        d.protocol = "proxy";
+        d.decision = "denied";
+        d.reason = "not-from-the-sandbox";
+        s->record(std::move(d));
+        c.reset();
+      }
       if (c) start_worker(s, [c = std::make_shared<Fd>(std::move(c))](State& st) { serve_client(st, std::move(*c)); });
     }
     if ((p[2].revents & POLLIN) != 0) {
@@ -931,10 +943,25 @@ void serve_listeners(const std::shared_ptr<State>& s, std::array<Fd, 3>& listene
 
 }  // namespace
 
+Result<std::unique_ptr<Egress>> Egress::start_on(const EgressConfig& config, Fd proxy_listener) {
+  return start(config, Fd(), std::move(proxy_listener));
+}
+
 Result<std::unique_ptr<Egress>> Egress::start(const EgressConfig& config, Fd from_sandbox) {
+  return start(config, std::move(from_sandbox), Fd());
+}
+
+void Egress::record(Decision d) {
+  if (state_) state_->record(std::move(d));
+}
+
+Result<std::unique_ptr<Egress>> Egress::start(const EgressConfig& config, Fd from_sandbox, Fd given) {
   auto s = std::make_shared<State>();
   s->config = config;
   s->channel = std::move(from_sandbox);
+  // The Landlock rung's one listener (no DNS: the other two stay -1,
+  // which poll() passes over).
+  if (given) s->listeners = std::array<Fd, 3>{std::move(given), Fd(), Fd()};
   s->stop_event = Fd(::eventfd(0, EFD_CLOEXEC));
   if (!s->stop_event) return fail(sys_error("egress proxy", "eventfd"));
   // No thread yet: wake() starts it when nsrun's wait loop sees the first
@@ -1006,9 +1033,20 @@ int connect_main(std::span<const std::string> args) {
   if (!target) return usage(target.error());
   Address loopback;
   loopback.bytes = {127, 0, 0, 1};
-  Fd s = connect_to(loopback, proxy_port);
+  // The Landlock rung's proxy is on a port the kernel picked; the
+  // environment nsrun set names it.
+  uint16_t port = proxy_port;
+  if (const char* env = std::getenv("http_proxy"); env != nullptr) {
+    const std::string_view v = env, prefix = "http://127.0.0.1:";
+    uint16_t p = 0;
+    if (v.starts_with(prefix)) {
+      const auto [end, ec] = std::from_chars(v.data() + prefix.size(), v.data() + v.size(), p);
+      if (ec == std::errc{} && end == v.data() + v.size() && p != 0) port = p;
+    }
+  }
+  Fd s = connect_to(loopback, port);
   if (!s) {
-    fmt::print(stderr, "nsrun: connect: 127.0.0.1:{}: {}\n", proxy_port, std::strerror(errno));
+    fmt::print(stderr, "nsrun: connect: 127.0.0.1:{}: {}\n", port, std::strerror(errno));
     return 1;
   }
   const std::string authority = target->host.find(':') != std::string::npos

@@ -6,10 +6,16 @@
 // thread. So no socket of nsrun's listens where another host process
 // could reach it, nothing the command can ptrace, signal or replace
 // carries its traffic, and every connection leaves from the host to an
-// address nsrun resolved and checked against the rules itself.
+// address nsrun resolved and checked against the rules itself. The
+// Landlock rung has no network namespace: there nsrun makes the one
+// listener on the host's loopback and answers the command's connect()
+// itself (net/connector.hpp).
 #pragma once
 
+#include <sys/socket.h>
+
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -53,6 +59,10 @@ struct EgressConfig {
   // host's resolver (as curl --resolve); the rules still judge the address.
   std::vector<std::pair<std::string, hosts::Address>> pinned;
   int log_fd = -1;  // --network-log, opened before clone; -1: none
+  // When set, a connection whose peer this refuses is closed unserved (and
+  // recorded): the Landlock rung's listener is on the host's loopback,
+  // where any host process can connect (net/connector.hpp).
+  std::function<bool(const sockaddr_storage& peer)> admit;
 };
 
 Result<std::vector<std::pair<std::string, hosts::Address>>> parse_pins(const std::vector<std::string>& specs);
@@ -60,7 +70,7 @@ Result<std::vector<std::pair<std::string, hosts::Address>>> parse_pins(const std
 // The environment the command gets so its tools find the proxy (unless the
 // policy sets the variable itself). `self` is nsrun's own path, for ssh's
 // ProxyCommand (GIT_SSH_COMMAND); empty: not set.
-std::vector<std::pair<std::string, std::string>> proxy_environment(std::string_view self);
+std::vector<std::pair<std::string, std::string>> proxy_environment(std::string_view self, uint16_t port = proxy_port);
 
 // `nsrun connect HOST PORT`, run inside the sandbox: a CONNECT tunnel
 // through the proxy on stdin and stdout, as ssh's ProxyCommand wants.
@@ -76,6 +86,8 @@ Result<void> send_listeners(int to_nsrun);
 class Egress {
  public:
   static Result<std::unique_ptr<Egress>> start(const EgressConfig& config, Fd from_sandbox);
+  // The Landlock rung: nsrun made the (HTTP and SOCKS) listener itself; no DNS.
+  static Result<std::unique_ptr<Egress>> start_on(const EgressConfig& config, Fd proxy_listener);
   // The proxy's thread starts on demand: nsrun's wait loop polls these
   // (the three listeners once the sandbox sent them, else the channel)
   // and calls wake() when one is readable. Empty once woken.
@@ -84,12 +96,16 @@ class Egress {
   // listeners are closed: the sandbox's connections are refused.
   bool wake();
   std::vector<Decision> stop();
+  // A decision made outside the proxy (net/connector.hpp), into the same
+  // list and log.
+  void record(Decision d);
   ~Egress();
 
   struct State;
 
  private:
   explicit Egress(std::shared_ptr<State> s) : state_(std::move(s)) {}
+  static Result<std::unique_ptr<Egress>> start(const EgressConfig& config, Fd from_sandbox, Fd given);
   std::shared_ptr<State> state_;
 };
 

@@ -108,11 +108,12 @@ Result<BpfProgram> compile_spec(const FilterSpec& spec) {
                             : spec.log && !rule.always ? SCMP_ACT_LOG
                                                        : SCMP_ACT_ERRNO(static_cast<uint32_t>(rule.err));
     std::vector<scmp_arg_cmp> cmp;
-    if (rule.arg) {
-      if (rule.arg->greater)
-        cmp.push_back(SCMP_CMP(rule.arg->index, SCMP_CMP_GT, rule.arg->value));
+    for (const auto& arg : {rule.arg, rule.arg2}) {
+      if (!arg) continue;
+      if (arg->greater)
+        cmp.push_back(SCMP_CMP(arg->index, SCMP_CMP_GT, arg->value));
       else
-        cmp.push_back(SCMP_CMP(rule.arg->index, SCMP_CMP_MASKED_EQ, rule.arg->mask, rule.arg->value));
+        cmp.push_back(SCMP_CMP(arg->index, SCMP_CMP_MASKED_EQ, arg->mask, arg->value));
     }
     // _exact: fail rather than let libseccomp rewrite a rule it cannot
     // express as given.

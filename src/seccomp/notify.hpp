@@ -27,8 +27,9 @@
 #include <linux/seccomp.h>
 
 #include <cstddef>
-#include <memory>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,11 @@ class Notification {
  private:
   std::unique_ptr<unsigned char[]> buf_;
 };
+
+// A notification nsrun answers itself rather than with the rule's errno
+// (connect() and listen() under --network proxy on the Landlock rung,
+// net/connector.hpp). Returns true when it took the call and answered it.
+using NotifyHandler = std::function<bool(int listener, const seccomp_notif& call)>;
 
 class DenialLog {
  public:

@@ -3,6 +3,7 @@
 #include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <netinet/in.h>
 
 #include <linux/btrfs.h>
 #include <linux/fcntl.h>
@@ -10,6 +11,7 @@
 #include <linux/fsverity.h>
 #include <linux/seccomp.h>
 
+#include <algorithm>
 #include <cerrno>
 
 namespace nsrun {
@@ -114,6 +116,58 @@ void add_deny_inet(std::vector<Rule>& r) {
     add_always(r, "socket", "--network none without a network namespace", low32_equals(0, family));
 }
 
+// --network proxy on the namespace rung: the command may not read or
+// write the memory of, nor trace, a process of the sandbox (PID 1 made the
+// proxy's listeners). Part of the mode's promise: refused in log mode too.
+void add_proxy_namespaces(std::vector<Rule>& r) {
+  for (auto name : {"ptrace", "process_vm_readv", "process_vm_writev"})
+    add_always(r, name, "--network proxy: no process of the sandbox may be traced or have its memory read");
+}
+
+// --network proxy on the Landlock rung: the command shares the host's
+// network, and Landlock (ABI 4..7) speaks of TCP ports only, so the filter
+// keeps everything else (docs/hardening.md, "egress on the Landlock rung"):
+//  - socket(): AF_UNIX, AF_NETLINK and TCP over AF_INET/AF_INET6 only. No
+//    UDP, raw, SCTP or MPTCP (Landlock's TCP rules do not see them), no
+//    packet, vsock, bluetooth, ... families. Family, type and protocol are
+//    values: the filter sees what the kernel will use.
+//  - sendto/sendmsg/sendmmsg with MSG_FASTOPEN: a TCP connect without
+//    connect(2).
+//  - connect() and listen(): answered by nsrun (net/connector.hpp), which
+//    looks at the socket itself; listen() because listening on an unbound
+//    TCP socket binds it to a port without bind(2).
+void add_proxy_landlock(std::vector<Rule>& r) {
+  constexpr std::string_view family = "--network proxy on the Landlock rung: a socket family outside the proxy's reach";
+  auto refuse_socket = [&](ArgMatch a, std::optional<ArgMatch> b, std::string_view why) {
+    r.push_back(Rule{"socket", EPERM, a, why, true, false, b});
+  };
+  refuse_socket(low32_equals(0, AF_UNSPEC), std::nullopt, family);
+  for (int f = AF_UNIX + 2; f < AF_NETLINK; ++f)
+    if (f != AF_INET6) refuse_socket(low32_equals(0, static_cast<uint64_t>(f)), std::nullopt, family);
+  refuse_socket(ArgMatch{0, 0, AF_NETLINK, true}, std::nullopt, family);
+  constexpr std::string_view kind = "--network proxy on the Landlock rung: inet sockets are TCP only (no UDP, raw, SCTP, MPTCP)";
+  constexpr uint64_t type_mask = 0xf;  // SOCK_TYPE_MASK: the flags above it are SOCK_NONBLOCK, SOCK_CLOEXEC
+  for (int f : {AF_INET, AF_INET6}) {
+    const ArgMatch fam = low32_equals(0, static_cast<uint64_t>(f));
+    // The type is SOCK_STREAM (1): not 0, and none of the bits 2, 4, 8.
+    refuse_socket(fam, ArgMatch{1, type_mask, 0, false}, kind);
+    for (uint64_t bit : {2, 4, 8}) refuse_socket(fam, has_bits(1, bit), kind);
+    // The protocol is 0 or IPPROTO_TCP (6): not above 6 (on all 64 bits:
+    // high garbage is refused too), and none of 1..5.
+    refuse_socket(fam, ArgMatch{2, 0, IPPROTO_TCP, true}, kind);
+    refuse_socket(fam, has_bits(2, 1), kind);
+    refuse_socket(fam, ArgMatch{2, 6, 2, false}, kind);
+    refuse_socket(fam, ArgMatch{2, 6, 4, false}, kind);
+  }
+  constexpr std::string_view tfo = "--network proxy on the Landlock rung: MSG_FASTOPEN connects without connect()";
+  add_always(r, "sendto", tfo, has_bits(3, MSG_FASTOPEN));
+  add_always(r, "sendmsg", tfo, has_bits(2, MSG_FASTOPEN));
+  add_always(r, "sendmmsg", tfo, has_bits(3, MSG_FASTOPEN));
+  // Answered by nsrun; EACCES when nothing answers them otherwise.
+  r.push_back(Rule{"connect", EACCES, std::nullopt, "--network proxy on the Landlock rung: only the proxy, made by nsrun", true, true});
+  r.push_back(Rule{"listen", EACCES, std::nullopt, "--network proxy on the Landlock rung: no inet listener", true, true});
+}
+
 }  // namespace
 
 FilterKey filter_key(const Policy& policy, FilterRung rung) {
@@ -125,6 +179,7 @@ FilterKey filter_key(const Policy& policy, FilterRung rung) {
   key.landlock = rung == FilterRung::landlock;
   key.deny_unix = policy.unix_sockets == UnixSockets::none ||
                   (rung == FilterRung::landlock && !policy.hidden_sockets.empty());
+  key.proxy = policy.network == Network::proxy;
   return key;
 }
 
@@ -134,7 +189,7 @@ FilterSpec filter_spec(const Policy& policy, FilterRung rung) { return filter_sp
 
 FilterSpec filter_spec(const FilterKey& key) {
   FilterSpec spec;
-  if (!key.enabled && !key.landlock && !key.deny_unix) return spec;
+  if (!key.enabled && !key.landlock && !key.deny_unix && !key.proxy) return spec;
   spec.enabled = true;
   spec.log = key.enabled && key.log;
   auto& r = spec.rules;
@@ -166,6 +221,11 @@ FilterSpec filter_spec(const FilterKey& key) {
       add_always(r, name, sched, low32_equals(0, name == std::string_view("setpriority") ? 2 : 3));  // the whole user
     }
     if (key.deny_inet) add_deny_inet(r);
+    // (--network none and proxy exclude each other: such a key is none's,
+    // and its precompiled program one already written.)
+    if (key.proxy && !key.deny_inet) add_proxy_landlock(r);
+  } else if (key.proxy) {
+    add_proxy_namespaces(r);
   }
   if (key.deny_unix) {
     // A pathname socket is reached by connect() on a path the filter cannot
@@ -257,16 +317,17 @@ FilterSpec no_userns_spec() {
 
 FilterSpec notify_spec(const FilterSpec& spec) {
   FilterSpec out = spec;
-  if (!spec.enabled || spec.log) {
+  bool any = std::any_of(spec.rules.begin(), spec.rules.end(), [](const Rule& r) { return r.notify; });
+  if (!spec.enabled || (spec.log && !any)) {
     out.enabled = false;
     out.rules.clear();
     return out;
   }
   // Every refusal but clone3's ENOSYS, which is libc's everyday signal to
   // fall back to clone (a round trip per fork otherwise), not a refusal.
-  bool any = false;
-  for (Rule& r : out.rules)
-    if (r.err != ENOSYS) r.notify = any = true;
+  if (!spec.log)
+    for (Rule& r : out.rules)
+      if (r.err != ENOSYS) r.notify = any = true;
   if (!any) {
     out.enabled = false;
     out.rules.clear();
@@ -285,9 +346,11 @@ std::optional<int> decide(const FilterSpec& spec, std::string_view syscall, cons
   for (const Rule& rule : spec.rules) {
     if (rule.syscall != syscall) continue;
     if (!rule.arg) return rule.err;
-    const uint64_t a = args[rule.arg->index];
-    const bool hit = rule.arg->greater ? a > rule.arg->value : (a & rule.arg->mask) == rule.arg->value;
-    if (hit) return rule.err;
+    auto holds = [&](const ArgMatch& m) {
+      const uint64_t a = args[m.index];
+      return m.greater ? a > m.value : (a & m.mask) == m.value;
+    };
+    if (holds(*rule.arg) && (!rule.arg2 || holds(*rule.arg2))) return rule.err;
   }
   return std::nullopt;
 }

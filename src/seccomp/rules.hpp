@@ -43,6 +43,8 @@ struct Rule {
   // Answered through SECCOMP_RET_USER_NOTIF: nsrun records the call and
   // answers `err`; see seccomp/notify.hpp.
   bool notify = false;
+  // A second argument test, both must hold (socket's family and type).
+  std::optional<ArgMatch> arg2;
 
   bool operator==(const Rule&) const = default;
 };
@@ -74,17 +76,21 @@ struct FilterKey {
   // --seccomp says.
   bool landlock = false;
   bool deny_unix = false;      // --unix-sockets none, or host sockets to hide on the Landlock rung
+  // --network proxy (issue 13). Namespace rung: ptrace and process_vm_*
+  // refused. Landlock rung: only TCP sockets of the inet families, no
+  // fast-open, and connect()/listen() answered by nsrun (net/connector.hpp).
+  bool proxy = false;
 
-  // 0..63 over (log, nested_userns, deny_inet, landlock, !enabled,
-  // deny_unix); the precompiled table's order.
+  // 0..127 over (log, nested_userns, deny_inet, landlock, !enabled,
+  // deny_unix, proxy); the precompiled table's order.
   unsigned index() const {
     return (log ? 1u : 0u) | (nested_userns ? 2u : 0u) | (deny_inet ? 4u : 0u) | (landlock ? 8u : 0u) |
-           (enabled ? 0u : 16u) | (deny_unix ? 32u : 0u);
+           (enabled ? 0u : 16u) | (deny_unix ? 32u : 0u) | (proxy ? 64u : 0u);
   }
   static FilterKey from_index(unsigned i) {
-    return FilterKey{(i & 16) == 0, (i & 1) != 0, (i & 2) != 0, (i & 4) != 0, (i & 8) != 0, (i & 32) != 0};
+    return FilterKey{(i & 16) == 0, (i & 1) != 0, (i & 2) != 0, (i & 4) != 0, (i & 8) != 0, (i & 32) != 0, (i & 64) != 0};
   }
-  static constexpr unsigned variants = 64;
+  static constexpr unsigned variants = 128;
 
   bool operator==(const FilterKey&) const = default;
 };
@@ -109,7 +115,9 @@ FilterSpec no_userns_spec();
 // clone3's ENOSYS) go to nsrun's listener, which answers each with the
 // rule's errno (decide()), and
 // seccomp(2) with SECCOMP_FILTER_FLAG_NEW_LISTENER is refused (see
-// seccomp/notify.hpp). Disabled (no variant) for log mode and no filter.
+// seccomp/notify.hpp). Disabled (no variant) for log mode and no filter,
+// unless some rule notifies already (connect() under --network proxy on the
+// Landlock rung): then in log mode only those notify.
 FilterSpec notify_spec(const FilterSpec& spec);
 
 // What the filter decides for one native call, evaluated from the table
