@@ -670,7 +670,7 @@ Result<Prepared> prepare(const Policy& policy) {
     if (!rules) return fail(rules.error());
     auto pins = egress::parse_pins(policy.egress.resolve);
     if (!pins) return fail(pins.error());
-    p.egress = egress::EgressConfig{std::move(*rules), std::move(*pins), -1};
+    p.egress = egress::EgressConfig{std::move(*rules), std::move(*pins), -1, {}};
     set_proxy_environment(policy, p.env);
   }
   p.argv = policy.argv;

@@ -16,7 +16,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   // and a fuzzer that names /dev/stdin or a FIFO would only hang.
   for (const auto& a : args)
     if (a == "--policy" || a.starts_with("--policy=")) return -1;
-  const CallerContext ctx{.cwd = "/work/ws", .cwd_errno = 0, .host_backend_env = std::nullopt, .lakebox_marker = false, .socket_env = {}, .lookup = {}};
+  const CallerContext ctx{.cwd = "/work/ws", .cwd_errno = 0, .host_backend_env = std::nullopt, .lakebox_marker = false, .socket_env = {}, .lookup = {}, .xdg_state_home = {}};
   auto inv = parse_native(args, ctx);
   if (!inv) {
     (void)inv.error().message();
