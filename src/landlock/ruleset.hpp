@@ -58,10 +58,10 @@ struct Inputs {
   // checks resolved paths, so a link needs no rule), a directory's name
   // with a trailing '/'. A directory missing here cannot be listed, and
   // the rung cannot keep the credentials hidden.
-  std::map<std::string, std::vector<std::string>> listings;
+  std::map<std::string, std::vector<std::string>> listings{};
   // Protected paths (policy/protect.hpp) that only mounts can keep: those
   // that exist in a writable root, or that the namespace rung seals.
-  std::vector<std::string> protected_present;
+  std::vector<std::string> protected_present{};
 };
 
 // The directories above each of `hidden` (canonical; a directory ends in

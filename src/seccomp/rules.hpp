@@ -44,7 +44,7 @@ struct Rule {
   // answers `err`; see seccomp/notify.hpp.
   bool notify = false;
   // A second argument test, both must hold (socket's family and type).
-  std::optional<ArgMatch> arg2;
+  std::optional<ArgMatch> arg2 = std::nullopt;
 
   bool operator==(const Rule&) const = default;
 };

@@ -104,8 +104,8 @@ struct PathArg {
 };
 struct WriteCallShape {
   std::string_view syscall;
-  PathArg first;
-  PathArg second;       // rename*: the new name too
+  PathArg first{};
+  PathArg second{};     // rename*: the new name too
   int fd = -1;          // fchmod, fchown: the fd itself is the target
   int flags = -1;       // argument holding AT_EMPTY_PATH (fchownat, fchmodat2)
   int open_how = -1;    // openat2: struct open_how *
