@@ -571,6 +571,11 @@ Result<CommitOutcome> commit(int upper, int lower, const CommitOptions& o) {
     if (auto r = apply(upper, lower, c); !r) out.failed.emplace_back(c, r.error());
     else out.applied.push_back(c);
   }
+  // One flush of the workspace's file system for the whole commit: what
+  // nsrun reports applied is on disk when it returns, where a file put in
+  // place by an exchange would otherwise wait for writeback (a host crash
+  // in that window could leave it empty).
+  if (!out.applied.empty() && ::syncfs(lower) != 0) return fail(sys_error("sync", "the workspace"));
   return out;
 }
 
