@@ -268,6 +268,9 @@ TEST_CASE("cow changes --patch: binary files come as git binary patches git appl
   write_file(ws / "was text.txt", "plain\n");
   write_file(ws / "mode.bin", std::string("\0x", 2));
   write_file(ws / "same.txt", "unchanged\n");
+  // The conflict check counts a file changed in the run's start tick as
+  // changed on the host: start the run in a later tick than the last write.
+  wait_for_next_tick(ws / "same.txt");
   const auto before = manifest(ws.path());
   const auto env = layer_env(state, home.path());
   const std::string script =
