@@ -163,10 +163,10 @@ TEST_CASE("bwrap manual: --lock-file is held while the command runs", "[bwrap][m
                          fmt::format("exec {} --ro-bind / / {}--lock-file {} sh -c 'echo started; cat {}'",
                                      shell_quote(bwrap), pid_ns, shell_quote(lock), shell_quote(fifo))});
         sandbox.wait_for_line("started");
-        // bwrap itself takes the lock in its init process after the fork
-        // that runs the command (do_init), so the command can speak first:
-        // for the oracle, wait for the lock; nsrun takes it before the
-        // command starts, and is checked at once.
+        // bwrap does not order its lock before the command's start: CI saw
+        // the oracle's lock absent (F_UNLCK) right after the command's first
+        // line, once. For the oracle, wait for the lock; nsrun takes it
+        // before the command starts, and is checked at once.
         if (bwrap == oracle) CHECK(eventually([&] { return lock_state(lock, F_GETLK).type == F_RDLCK; }));
         for (int cmd : {F_GETLK, F_OFD_GETLK}) {
           const LockState held = lock_state(lock, cmd);
