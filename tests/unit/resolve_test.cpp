@@ -46,13 +46,13 @@ const std::string to_question = std::string("\xc0\x0c", 2);  // a pointer to the
 
 TEST_CASE("resolv.conf: nameservers, options, comments, defaults", "[resolve]") {
   auto c = parse_resolv_conf(
-      "# comment\nsearch example.com\nnameserver 192.0.2.1\nnameserver 2001:db8::1 ; trailing\n"
-      "nameserver fe80::1%eth0\nnameserver not-an-address\nnameserver 192.0.2.2\nnameserver 192.0.2.3\n"
+      "# comment\nsearch example.com\nnameserver 127.0.2.1\nnameserver 2001:db8::1 ; trailing\n"
+      "nameserver fe80::1%eth0\nnameserver not-an-address\nnameserver 127.0.2.2\nnameserver 127.0.2.3\n"
       "options ndots:3 timeout:2 attempts:9\n");
   REQUIRE(c.servers.size() == 3);
-  CHECK(hosts::address_text(c.servers[0].address) == "192.0.2.1");
+  CHECK(hosts::address_text(c.servers[0].address) == "127.0.2.1");
   CHECK(hosts::address_text(c.servers[1].address) == "2001:db8::1");
-  CHECK(hosts::address_text(c.servers[2].address) == "192.0.2.2");
+  CHECK(hosts::address_text(c.servers[2].address) == "127.0.2.2");
   CHECK(c.servers[0].port == 53);
   CHECK(c.timeout_ms == 2000);
   CHECK(c.attempts == 5);
@@ -89,11 +89,11 @@ TEST_CASE("resolver query: one question, recursion desired, refused for bad name
 }
 
 TEST_CASE("resolver reply: addresses, the CNAME chain, compression", "[resolve]") {
-  // www.test CNAME cdn.test (written with a pointer into itself); cdn.test A 192.0.2.10, AAAA-mapped skipped for A.
+  // www.test CNAME cdn.test (written with a pointer into itself); cdn.test A 127.0.2.10, AAAA-mapped skipped for A.
   std::string p = reply_head(7, "www.test", type_a, 3);
   const std::size_t cname_at = p.size() + 12;  // where the CNAME's data starts
   p += record(to_question, type_cname, std::string("\x03" "cdn", 4) + std::string("\xc0\x10", 2));  // "cdn" + pointer to "test"
-  p += record(std::string("\xc0", 1) + static_cast<char>(cname_at), type_a, v4(192, 0, 2, 10));
+  p += record(std::string("\xc0", 1) + static_cast<char>(cname_at), type_a, v4(127, 0, 2, 10));
   p += record(encoded("unrelated.test"), type_a, v4(10, 0, 0, 1));  // not on the chain: ignored
   auto r = parse_reply(p, 7, "WWW.test", type_a);
   REQUIRE(r);
@@ -101,7 +101,7 @@ TEST_CASE("resolver reply: addresses, the CNAME chain, compression", "[resolve]"
   CHECK(!r->truncated);
   CHECK(r->cnames == std::vector<std::string>{"cdn.test"});
   REQUIRE(r->addresses.size() == 1);
-  CHECK(hosts::address_text(r->addresses[0]) == "192.0.2.10");
+  CHECK(hosts::address_text(r->addresses[0]) == "127.0.2.10");
 
   // Owners compare without case; an AAAA that maps an IPv4 is that IPv4.
   std::string q = reply_head(8, "v6.test", type_aaaa, 1);
@@ -125,7 +125,7 @@ TEST_CASE("resolver reply: addresses, the CNAME chain, compression", "[resolve]"
 }
 
 TEST_CASE("resolver reply: hostile replies are refused", "[resolve]") {
-  const std::string good = reply_head(5, "a.test", type_a, 1) + record(to_question, type_a, v4(192, 0, 2, 1));
+  const std::string good = reply_head(5, "a.test", type_a, 1) + record(to_question, type_a, v4(127, 0, 2, 1));
   REQUIRE(parse_reply(good, 5, "a.test", type_a));
   // Another id, a query, another opcode, another question, another type.
   CHECK(!parse_reply(good, 6, "a.test", type_a));
@@ -201,7 +201,7 @@ TEST_CASE("resolver reply: hostile replies are refused", "[resolve]") {
 TEST_CASE("resolver reply: random bytes never crash and are refused or bounded", "[resolve]") {
   std::mt19937 rng(1234);
   const std::string base = reply_head(5, "a.test", type_a, 2) + record(to_question, type_cname, encoded("b.test")) +
-                           record(encoded("b.test"), type_a, v4(192, 0, 2, 1));
+                           record(encoded("b.test"), type_a, v4(127, 0, 2, 1));
   REQUIRE(parse_reply(base, 5, "a.test", type_a));
   for (int i = 0; i < 20000; ++i) {
     std::string p = base;
@@ -220,7 +220,7 @@ TEST_CASE("DNS stub answer: the CNAME chain then the addresses, read back by the
   auto q = egress::parse_dns_query(query);
   REQUIRE(q);
   hosts::Address a4;
-  a4.bytes = {192, 0, 2, 7};
+  a4.bytes = {127, 0, 2, 7};
   hosts::Address a6;
   a6.v4 = false;
   a6.bytes[0] = 0x20;
