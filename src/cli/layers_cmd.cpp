@@ -207,6 +207,9 @@ int run_commands(std::string_view verb, std::span<const std::string> args) {
   options.is_protected = [set = *run->info.protected_set, git_paths](std::string_view path) {
     return commit_protected(path, set) || commit_protected(path, git_paths);
   };
+  // A run no sandbox runs on any more: files may move out of its layer.
+  std::vector<Fd> run_locks;
+  options.move = layers::run_over(run->info.dir, run_locks);
   auto outcome = layers::commit(run->upper.get(), run->workspace.get(), options);
   if (!outcome) return report(outcome.error());
   fmt::print("{}", layers::list(outcome->applied));

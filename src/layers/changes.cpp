@@ -87,7 +87,15 @@ Result<bool> same_file(int da, const std::string& a, const struct stat& sa, int 
   }
 }
 
-Result<void> walk(int upper, int lower, const std::string& rel, std::vector<Change>& out) {
+// What the walk saw of a change's entry: commit decides from these, and
+// stats nothing twice.
+struct Seen {
+  struct stat upper{};
+  struct stat lower{};
+  bool below = false;
+};
+
+Result<void> walk(int upper, int lower, const std::string& rel, std::vector<Change>& out, std::vector<Seen>* seen) {
   auto names = list_dir(upper, rel.empty() ? "." : rel);
   if (!names) return fail(names.error());
   for (const auto& name : *names) {
@@ -96,34 +104,38 @@ Result<void> walk(int upper, int lower, const std::string& rel, std::vector<Chan
     if (::fstatat(upper, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return fail(sys_error("stat", path));
     struct stat lst{};
     const bool below = lower >= 0 && ::fstatat(lower, name.c_str(), &lst, AT_SYMLINK_NOFOLLOW) == 0;
+    auto emit = [&](Change::Kind kind, bool dir) {
+      out.push_back({kind, path, dir});
+      if (seen) seen->push_back({st, lst, below});
+    };
     if (is_whiteout(upper, name, st)) {
-      if (below) out.push_back({Change::Kind::deleted, path, S_ISDIR(lst.st_mode)});
+      if (below) emit(Change::Kind::deleted, S_ISDIR(lst.st_mode));
       continue;
     }
     if (S_ISDIR(st.st_mode)) {
       if (below && S_ISDIR(lst.st_mode) && !is_opaque(upper, name)) {
-        if ((st.st_mode & 07777) != (lst.st_mode & 07777)) out.push_back({Change::Kind::modified, path, true});
+        if ((st.st_mode & 07777) != (lst.st_mode & 07777)) emit(Change::Kind::modified, true);
         auto u = open_dir_at(upper, name, path);
         if (!u) return fail(u.error());
         auto l = open_dir_at(lower, name, path);
         if (!l) return fail(l.error());
-        if (auto r = walk(u->get(), l->get(), path, out); !r) return r;
+        if (auto r = walk(u->get(), l->get(), path, out, seen); !r) return r;
       } else {
-        out.push_back({below ? Change::Kind::replaced : Change::Kind::added, path, true});
+        emit(below ? Change::Kind::replaced : Change::Kind::added, true);
       }
       continue;
     }
     if (!below) {
-      out.push_back({Change::Kind::added, path, false});
+      emit(Change::Kind::added, false);
       continue;
     }
     if (S_ISDIR(lst.st_mode)) {
-      out.push_back({Change::Kind::replaced, path, false});
+      emit(Change::Kind::replaced, false);
       continue;
     }
     auto same = same_file(upper, name, st, lower, name, lst, path);
     if (!same) return fail(same.error());
-    if (!*same) out.push_back({Change::Kind::modified, path, false});
+    if (!*same) emit(Change::Kind::modified, false);
   }
   return {};
 }
@@ -331,12 +343,24 @@ Result<void> copy_bytes(int from, int to, const std::string& shown) {
   }
 }
 
+// Temporary names in the workspace: one random prefix per commit, then a
+// counter (O_EXCL catches a name someone else took), not a getrandom()
+// per file.
+std::string temp_name() {
+  static const std::string prefix = fmt::format(".nsrun-commit-{}-", random_hex(12));
+  static unsigned long next = 0;
+  return prefix + std::to_string(next++);
+}
+
 // Puts the upper entry `name` (upper dir `ud`) at `name` in host dir `hd`:
 // a file or symlink through a temporary name and one rename, a directory
-// made and filled the same way, entry by entry.
-Result<void> install(int ud, int hd, const std::string& name, const std::string& path) {
+// made and filled the same way, entry by entry. `known`: the entry's stat,
+// when the caller has it.
+Result<void> install(int ud, int hd, const std::string& name, const std::string& path,
+                     const struct stat* known = nullptr) {
   struct stat st{};
-  if (::fstatat(ud, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return fail(sys_error("stat", path));
+  if (known) st = *known;
+  else if (::fstatat(ud, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return fail(sys_error("stat", path));
   if (is_whiteout(ud, name, st)) return {};
   if (S_ISDIR(st.st_mode)) {
     if (::mkdirat(hd, name.c_str(), 0700) != 0 && errno != EEXIST) return fail(sys_error("mkdir", path));
@@ -351,7 +375,7 @@ Result<void> install(int ud, int hd, const std::string& name, const std::string&
     if (::fchmod(sub_h->get(), st.st_mode & 07777) != 0) return fail(sys_error("chmod", path));
     return {};
   }
-  const std::string tmp = fmt::format(".nsrun-commit-{}", random_hex(12));
+  const std::string tmp = temp_name();
   if (S_ISLNK(st.st_mode)) {
     auto target = read_link_at(ud, name, path);
     if (!target) return fail(target.error());
@@ -378,7 +402,8 @@ Result<void> install(int ud, int hd, const std::string& name, const std::string&
   }
   // A directory where the file goes: rename() cannot replace it.
   struct stat host{};
-  if (::fstatat(hd, name.c_str(), &host, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(host.st_mode))
+  const bool there = ::fstatat(hd, name.c_str(), &host, AT_SYMLINK_NOFOLLOW) == 0;
+  if (there && S_ISDIR(host.st_mode))
     if (auto r = remove_tree(hd, name, path); !r) {
       ::unlinkat(hd, tmp.c_str(), 0);
       return r;
@@ -388,7 +413,7 @@ Result<void> install(int ud, int hd, const std::string& name, const std::string&
   // one at every instant, as with a plain rename, but ext4 does not start
   // writing the new file out, which it does for a rename that replaces a
   // file (auto_da_alloc) and which made commit several times cp's cost.
-  const bool replacing = ::fstatat(hd, name.c_str(), &host, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(host.st_mode);
+  const bool replacing = there && !S_ISDIR(host.st_mode);
   if (replacing && ::renameat2(hd, tmp.c_str(), hd, name.c_str(), RENAME_EXCHANGE) == 0) {
     if (::unlinkat(hd, tmp.c_str(), 0) != 0) {
       // Not a file any more (a directory put there since the fstatat):
@@ -405,6 +430,63 @@ Result<void> install(int ud, int hd, const std::string& name, const std::string&
     ::unlinkat(hd, tmp.c_str(), 0);
     return fail(sys_error("rename", path, err));
   }
+  return {};
+}
+
+// Whether the layer's regular file `name` (stat `st`) may be moved into a
+// host directory (stat `dir`) instead of copied, with the same result a
+// copy gives: the caller's file with one link (a second would tie the
+// workspace to the layer), in a directory that would not give a copy
+// another group (set-group-ID), and no xattr but overlayfs's bookkeeping,
+// which is removed here (a copy carries no xattr; a file capability, an
+// ACL, or overlayfs's metacopy or redirect, whose data is elsewhere, make
+// it a copy, as before).
+bool movable(int ud, const std::string& name, const struct stat& st, const struct stat& dir) {
+  static const uid_t uid = ::geteuid();
+  static const gid_t gid = ::getegid();
+  if (!S_ISREG(st.st_mode) || st.st_nlink != 1 || st.st_uid != uid || st.st_gid != gid) return false;
+  if ((dir.st_mode & S_ISGID) && dir.st_gid != st.st_gid) return false;
+  const std::string at = fmt::format("/proc/self/fd/{}/{}", ud, name);
+  char names[4096];
+  const ssize_t n = ::llistxattr(at.c_str(), names, sizeof names);
+  if (n < 0) return false;
+  std::vector<std::string_view> ours;
+  for (ssize_t i = 0; i < n;) {
+    const std::string_view x(names + i);
+    i += static_cast<ssize_t>(x.size()) + 1;
+    const bool overlay = x.starts_with("user.overlay.") || x.starts_with("trusted.overlay.");
+    if (!overlay || x.ends_with(".metacopy") || x.ends_with(".redirect")) return false;
+    ours.push_back(x);
+  }
+  for (const auto x : ours)
+    if (::lremovexattr(at.c_str(), std::string(x).c_str()) != 0) return false;
+  return true;
+}
+
+// A regular file added or modified (`st` and `there`: what the walk saw in
+// the layer and whether the host had the path) put at `name` in host
+// directory `hd` (stat `dir`) and gone from the layer's `ud` after. When
+// the run is over (`move`) and movable(), the layer's file itself goes in:
+// over the host's file by exchanging the two names and unlinking the old
+// one (now in the layer), onto a free name by a rename that replaces
+// nothing; the path holds the old file or the new one at every instant,
+// and no byte is copied. Anything else (another file system, a directory
+// or a file the host put there since) takes install()'s copy, as before.
+Result<void> put_file(int ud, int hd, const struct stat& dir, const std::string& name, const std::string& path,
+                      const struct stat& st, bool there, bool move) {
+  if (move && movable(ud, name, st, dir)) {
+    if (there && ::renameat2(ud, name.c_str(), hd, name.c_str(), RENAME_EXCHANGE) == 0) {
+      if (::unlinkat(ud, name.c_str(), 0) == 0) return {};
+      // A directory the host put there since the walk: give it back and
+      // copy as before (install() removes it).
+      if (::renameat2(ud, name.c_str(), hd, name.c_str(), RENAME_EXCHANGE) != 0)
+        return fail(sys_error("rename", path));
+    } else if (!there && ::renameat2(ud, name.c_str(), hd, name.c_str(), RENAME_NOREPLACE) == 0) {
+      return {};
+    }
+  }
+  if (auto r = install(ud, hd, name, path, &st); !r) return r;
+  if (::unlinkat(ud, name.c_str(), 0) != 0 && errno != ENOENT) return fail(sys_error("remove", path));
   return {};
 }
 
@@ -507,7 +589,7 @@ std::string quote_path(std::string_view path) {
 
 Result<std::vector<Change>> collect(int upper, int lower) {
   std::vector<Change> out;
-  if (auto r = walk(upper, lower, "", out); !r) return fail(r.error());
+  if (auto r = walk(upper, lower, "", out, nullptr); !r) return fail(r.error());
   return out;
 }
 
@@ -549,32 +631,81 @@ Result<std::string> patch(int upper, int lower, const std::vector<Change>& chang
 }
 
 Result<CommitOutcome> commit(int upper, int lower, const CommitOptions& o) {
-  auto changes = collect(upper, lower);
-  if (!changes) return fail(changes.error());
+  std::vector<Change> changes;
+  std::vector<Seen> seen;
+  if (auto r = walk(upper, lower, "", changes, &seen); !r) return fail(r.error());
   CommitOutcome out;
-  std::vector<Change> todo;
+  // A file added or modified: applied by put_file(), its conflict decided
+  // from the walk's stat of the host's file (taken during this commit).
+  auto plain_file = [&](std::size_t i) {
+    const Change& c = changes[i];
+    return !c.dir && S_ISREG(seen[i].upper.st_mode) &&
+           (c.kind == Change::Kind::added || c.kind == Change::Kind::modified);
+  };
+  std::vector<std::size_t> todo;
   // Every check before any write: a commit that applies one file must not
   // make the next one look changed.
-  for (const auto& c : *changes) {
+  for (std::size_t i = 0; i < changes.size(); ++i) {
+    const Change& c = changes[i];
     if (!selected(c, o.paths)) continue;
     if (o.is_protected && o.is_protected(c.path)) {
       out.refused.push_back(c);
       continue;
     }
-    if (!o.force && conflicts(upper, lower, c, o.start)) {
+    const bool conflict = plain_file(i) ? seen[i].below && changed_since(seen[i].lower, o.start)
+                                        : conflicts(upper, lower, c, o.start);
+    if (!o.force && conflict) {
       out.conflicts.push_back(c);
       continue;
     }
-    todo.push_back(c);
+    todo.push_back(i);
   }
-  for (const auto& c : todo) {
-    if (auto r = apply(upper, lower, c); !r) out.failed.emplace_back(c, r.error());
+  // The directories of the last file applied, both sides, opened once for
+  // all the files in them (the walk's order keeps them together).
+  std::string parent = "\n";  // no path is this
+  Fd host_dir, layer_dir;
+  struct stat host_st{};
+  for (const std::size_t i : todo) {
+    const Change& c = changes[i];
+    Result<void> r;
+    if (plain_file(i)) {
+      const std::size_t slash = c.path.find_last_of('/');
+      const std::string dir = slash == std::string::npos ? "" : c.path.substr(0, slash);
+      std::string name;
+      if (dir != parent) {
+        parent = "\n";
+        auto hd = open_parent(lower, c.path, name);
+        if (!hd) {
+          out.failed.emplace_back(c, hd.error());
+          continue;
+        }
+        auto ud = open_parent(upper, c.path, name);
+        if (!ud) {
+          out.failed.emplace_back(c, ud.error());
+          continue;
+        }
+        if (::fstat(hd->get(), &host_st) != 0) {
+          out.failed.emplace_back(c, sys_error("stat", dir));
+          continue;
+        }
+        host_dir = std::move(*hd);
+        layer_dir = std::move(*ud);
+        parent = dir;
+      }
+      name = slash == std::string::npos ? c.path : c.path.substr(slash + 1);
+      r = put_file(layer_dir.get(), host_dir.get(), host_st, name, c.path, seen[i].upper, seen[i].below, o.move);
+    } else {
+      // It may remove or replace a directory: open them afresh after.
+      r = apply(upper, lower, c);
+      parent = "\n";
+    }
+    if (!r) out.failed.emplace_back(c, r.error());
     else out.applied.push_back(c);
   }
   // One flush of the workspace's file system for the whole commit: what
   // nsrun reports applied is on disk when it returns, where a file put in
-  // place by an exchange would otherwise wait for writeback (a host crash
-  // in that window could leave it empty).
+  // place by an exchange or moved out of the layer would otherwise wait for
+  // writeback (a host crash in that window could leave it empty).
   if (!out.applied.empty() && ::syncfs(lower) != 0) return fail(sys_error("sync", "the workspace"));
   return out;
 }

@@ -50,6 +50,11 @@ struct CommitOptions {
   // Whether a path (relative to the workspace) is protected: refused,
   // reported, nothing applied for it. HOOK(protected paths, issue 14).
   std::function<bool(std::string_view)> is_protected;
+  // The run is over (no sandbox has the layer mounted: run_over()): a
+  // changed regular file may be moved out of the layer instead of copied.
+  // Never while a sandbox runs on it, which could write on through a file
+  // it holds open after the commit.
+  bool move = false;
 };
 
 struct CommitOutcome {

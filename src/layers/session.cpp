@@ -1,6 +1,7 @@
 #include "layers/session.hpp"
 
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,6 +11,7 @@
 #include "layers/dirs.hpp"
 #include "policy/json.hpp"
 #include "policy/protect.hpp"
+#include "sys/syscalls.hpp"
 
 namespace nsrun::layers {
 
@@ -145,6 +147,21 @@ Result<void> Session::open_home_layer() {
     home_work_ = std::move(*work);
   }
   return {};
+}
+
+bool run_over(const std::string& dir, std::vector<Fd>& held) {
+  Fd d(sys::openat2(AT_FDCWD, dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0, RESOLVE_NO_SYMLINKS));
+  if (!d) return false;
+  auto names = list_dir(d.get(), dir);
+  if (!names) return false;
+  for (const auto& n : *names) {
+    // ".new-": a work directory being made (locked before it is renamed).
+    if (!n.starts_with(work_prefix) && !n.starts_with(".new-")) continue;
+    Fd fd(::openat(d.get(), n.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!fd || ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) return false;
+    held.push_back(std::move(fd));
+  }
+  return true;
 }
 
 void Session::close() {

@@ -73,6 +73,13 @@ class Session {
 // that is not a normal relative path (fail closed: a commit needs it).
 Result<RunInfo> find_run(const std::string& base, const std::string& id);
 
+// Whether no sandbox runs on the run layer in `dir` (<run base>/<id>) now:
+// each of its work directories' locks is free (a launch holds its own
+// while the sandbox runs). The locks are taken and stay held in `held`
+// for as long as the caller keeps it. Anything that cannot be looked at
+// counts as running (false).
+bool run_over(const std::string& dir, std::vector<Fd>& held);
+
 // Run ids are 12 lowercase hexadecimal digits.
 bool valid_run_id(std::string_view id);
 
