@@ -307,7 +307,10 @@ namespace {
 
 // A small file below `root` read through no symlink; nullopt when absent.
 std::optional<std::string> read_beneath(int root, const std::string& rel) {
-  Fd fd(sys::openat2(root, rel.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS));
+  // O_NONBLOCK: a fifo the command left where a config or an include is
+  // looked for must not hang the next launch (only regular files are read).
+  Fd fd(sys::openat2(root, rel.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0,
+                     RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS));
   if (!fd) return std::nullopt;
   struct stat st{};
   if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
@@ -389,8 +392,94 @@ std::string config_value(std::string_view v) {
   return out;
 }
 
+// The `path` values of [include] and [includeIf "..."] sections in a git
+// config file's text, in order, each with the offset just past its line
+// (where git reads the included file). Conditions are not evaluated: a
+// file that some condition includes is treated as included (protected the
+// more).
+std::vector<std::pair<std::size_t, std::string>> include_paths(std::string_view all) {
+  std::vector<std::pair<std::size_t, std::string>> found;
+  std::string section;
+  std::string_view text = all;
+  while (!text.empty()) {
+    const std::size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+    const std::size_t end = all.size() - text.size();
+    while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
+    if (line.starts_with('[')) {
+      const std::size_t close = line.find(']');
+      if (close == std::string_view::npos) continue;
+      section = lower(trim(line.substr(1, close - 1)));
+      line = line.substr(close + 1);
+      while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
+    }
+    if (section != "include" && !section.starts_with("includeif ") && !section.starts_with("includeif\"")) continue;
+    const std::size_t eq = line.find('=');
+    if (eq == std::string_view::npos) continue;
+    if (lower(trim(line.substr(0, eq))) != "path") continue;
+    if (auto v = config_value(line.substr(eq + 1)); !v.empty()) found.emplace_back(end, std::move(v));
+  }
+  return found;
+}
+
+// git's limit on nested includes (config.c's MAX_INCLUDE_DEPTH).
+constexpr int max_include_depth = 10;
+
+// A config file's text with the files it includes spliced in where git
+// reads them (just after the include line; then "[include]" again, so the
+// including file's next lines are not read as the included file's last
+// section), recursively up to git's depth, and each included file inside
+// `root` added to the protected set through `add`: its contents act as git
+// config (core.fsmonitor, core.hooksPath, aliases). `dir` is the including
+// file's directory (absolute), against which git resolves a relative
+// include. A file inside the root is read through no symlink (a symlink
+// there is protected as it is, never followed out); one outside every
+// writable root is read-only to the command already and is read only to
+// follow its own includes.
+template <typename Add>
+std::string with_includes(int top, const std::string& root, const std::string& r, const std::string& home,
+                          const std::string& dir, const std::string& text, int depth, const Add& add) {
+  if (depth >= max_include_depth) return text;
+  std::string out;
+  std::size_t done = 0;
+  for (const auto& [end, p] : include_paths(text)) {
+    std::string abs;
+    if (p.starts_with("~/")) {
+      if (!home.starts_with('/')) continue;
+      abs = home + "/" + p.substr(2);
+    } else if (p.starts_with('/')) {
+      abs = p;
+    } else if (!p.starts_with('~') && !p.starts_with("%(")) {
+      abs = dir + "/" + p;
+    } else {
+      continue;
+    }
+    std::optional<std::string> included;
+    if (auto in = inside(root, r, abs)) {
+      add(root, *in);
+      included = read_beneath(top, *in);
+      abs = r == "/" ? "/" + *in : r + "/" + *in;
+    } else {
+      // O_NONBLOCK|O_NOCTTY: a fifo or a terminal named by a hostile
+      // config must not hang or take over the launch; only files are read.
+      Fd fd(::open(abs.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+      struct stat st{};
+      if (fd && ::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode))
+        if (auto t = read_all(fd.get(), "read", abs, 1 << 20)) included = *t;
+    }
+    if (!included) continue;
+    const std::size_t slash = abs.rfind('/');
+    const std::string sub_dir = slash == 0 ? "/" : abs.substr(0, slash);
+    out += text.substr(done, end - done);
+    out += "\n" + with_includes(top, root, r, home, sub_dir, *included, depth + 1, add) + "\n[include]\n";
+    done = end;
+  }
+  return out + text.substr(done);
+}
+
 // core.hooksPath in a git config file's text (the last one wins), or "".
-// include.path and includeIf are not followed (docs/hardening.md).
+// Included files are spliced in by with_includes().
 std::string hooks_path(std::string_view text) {
   std::string found, section;
   while (!text.empty()) {
@@ -422,7 +511,7 @@ std::vector<std::string> git_protected_paths(const std::vector<std::string>& roo
     if (std::find(out.begin(), out.end(), abs) == out.end()) out.push_back(abs);
   };
   // The user's own config files, read as git reads them for every repository.
-  std::vector<std::string> global;
+  std::vector<std::string> global, global_dirs;
   {
     std::vector<std::string> files;
     if (const char* x = std::getenv("XDG_CONFIG_HOME"); x && *x == '/') files.push_back(std::string(x) + "/git/config");
@@ -433,7 +522,10 @@ std::vector<std::string> git_protected_paths(const std::vector<std::string>& roo
     for (const auto& f : files) {
       Fd fd(::open(f.c_str(), O_RDONLY | O_CLOEXEC));
       if (!fd) continue;
-      if (auto text = read_all(fd.get(), "read", f, 1 << 20)) global.push_back(*text);
+      if (auto text = read_all(fd.get(), "read", f, 1 << 20)) {
+        global.push_back(*text);
+        global_dirs.push_back(f.substr(0, f.rfind('/')));
+      }
     }
   }
   for (const auto& root : roots) {
@@ -465,8 +557,14 @@ std::vector<std::string> git_protected_paths(const std::vector<std::string>& roo
       }
     }
     // core.hooksPath, relative to the worktree's top (where hooks run).
-    std::vector<std::string> texts = global;
-    if (auto t = read_beneath(top.get(), common + "/config")) texts.push_back(*t);
+    std::vector<std::string> texts;
+    for (std::size_t i = 0; i < global.size(); ++i)
+      texts.push_back(with_includes(top.get(), root, r, home, global_dirs[i], global[i], 0, add));
+    for (const std::string& c : {common + "/config", gitdir + "/config.worktree"})
+      if (auto t = read_beneath(top.get(), c)) {
+        const std::string abs = r == "/" ? "/" + c : r + "/" + c;
+        texts.push_back(with_includes(top.get(), root, r, home, abs.substr(0, abs.rfind('/')), *t, 0, add));
+      }
     std::string hooks;
     for (const auto& t : texts)
       if (auto h = hooks_path(t); !h.empty()) hooks = h;
@@ -515,6 +613,9 @@ std::vector<std::string> git_protected_paths(const std::vector<std::string>& roo
           for (const char* p : {"hooks", "config", "commondir", "config.worktree"})
             if (read_beneath(top.get(), sub + "/" + p) || is_dir_beneath(top.get(), sub + "/" + p))
               add(root, sub + "/" + p);
+          // What its config includes is its config too.
+          if (auto t = read_beneath(top.get(), sub + "/config"))
+            (void)with_includes(top.get(), root, r, home, r == "/" ? "/" + sub : r + "/" + sub, *t, 0, add);
           self(self, sub + "/modules", depth + 1);
         } else {
           self(self, sub, depth + 1);

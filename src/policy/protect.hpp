@@ -138,8 +138,10 @@ std::vector<std::string> writable_roots(const Policy& policy);
 // --separate-git-dir), of an existing commondir's target, of each submodule
 // (<gitdir>/modules/...) and linked worktree (<gitdir>/worktrees/...), and
 // core.hooksPath (from the repository's config and the user's, ~/.gitconfig
-// and $XDG_CONFIG_HOME/git/config) where it lies inside the root. Absolute,
-// each strictly inside its root, for Policy::protect.
+// and $XDG_CONFIG_HOME/git/config) where it lies inside the root, and each
+// file those configs include (include.path, includeIf.<cond>.path, nested
+// to git's depth of 10) inside the root. Absolute, each strictly inside its
+// root, for Policy::protect.
 std::vector<std::string> git_protected_paths(const std::vector<std::string>& roots, const std::string& home);
 
 // credentials_to_hide(), the host lookup of the defaults, is beside

@@ -7,6 +7,7 @@
 #include <catch2/catch_test_macros.hpp>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <string>
 #include <vector>
@@ -249,4 +250,121 @@ TEST_CASE("attack: the files a hook manager's installed hook runs are protected"
   INFO(pc.out << pc.err);
   CHECK(pc.out == "lefthook-not-installed-so-writable\n");
   CHECK(read_file(other / ".pre-commit-config.yaml") == "repos: []\n");
+}
+
+// git's include.path and includeIf.<cond>.path: a file a repository's
+// config includes is git config too (core.fsmonitor runs a command on the
+// next `git status`), relative to the including file's directory, nested
+// up to git's depth. Protected like the config itself, while git works.
+TEST_CASE("attack: files git's config includes (include.path, includeIf) are protected", "[attack][protect]") {
+  require_userns();
+  if (!git_installed()) unavailable("git", "git is not installed");
+  TempDir ws("atk-include");
+  REQUIRE(git_in(ws.path(), {"init", "-q"}).exit_code == 0);
+  make_dir(ws / "cfg");
+  // Relative to .git/config's directory; the included file includes another
+  // relative to its own directory.
+  REQUIRE(git_in(ws.path(), {"config", "include.path", "../cfg/extra.cfg"}).exit_code == 0);
+  REQUIRE(git_in(ws.path(), {"config", "includeIf.gitdir:/.path", "../cfg/cond.cfg"}).exit_code == 0);
+  write_file(ws / "cfg/extra.cfg", "[alias]\n\tst = status\n[include]\n\tpath = nested.cfg\n");
+  write_file(ws / "cfg/nested.cfg", "[alias]\n\tlg = log\n");
+  write_file(ws / "cfg/cond.cfg", "[alias]\n\tco = checkout\n");
+  const std::string script =
+      "echo '[core] fsmonitor = echo pwned' >> cfg/extra.cfg 2>/dev/null && echo wrote-include\n"
+      "echo '[core] fsmonitor = echo pwned' >> cfg/nested.cfg 2>/dev/null && echo wrote-nested\n"
+      "echo '[core] fsmonitor = echo pwned' >> cfg/cond.cfg 2>/dev/null && echo wrote-includeif\n"
+      "mv cfg/extra.cfg cfg/gone.cfg 2>/dev/null && echo moved-include\n"
+      "git st >/dev/null && git lg -1 >/dev/null 2>&1; git co -q -b side && echo git-ok\n"
+      "echo x > f && git add f && git -c user.name=t -c user.email=t@example.invalid commit -qm m && echo git-commit-ok\n"
+      "true";
+  for (const Rung rung : {Rung::namespaces, Rung::landlock}) {
+    DYNAMIC_SECTION((rung == Rung::landlock ? "landlock" : "namespaces")) {
+      if (rung == Rung::landlock) require_landlock();
+      std::vector<std::string> args = rung_options(rung);
+      args.insert(args.end(), {"--", "sh", "-c", script});
+      RunResult r = nsrun(args, at(ws));
+      INFO(r.out << r.err);
+      if (rung == Rung::landlock && r.exit_code == 125) {
+        // The rung refuses what it cannot keep; it never runs unprotected.
+        CHECK(r.err.find("landlock-cannot-express") != std::string::npos);
+      } else {
+        CHECK(r.exit_code == 0);
+        CHECK(r.out == "git-ok\ngit-commit-ok\n");
+      }
+      CHECK(read_file(ws / "cfg/extra.cfg") == "[alias]\n\tst = status\n[include]\n\tpath = nested.cfg\n");
+      CHECK(read_file(ws / "cfg/nested.cfg") == "[alias]\n\tlg = log\n");
+      CHECK(read_file(ws / "cfg/cond.cfg") == "[alias]\n\tco = checkout\n");
+    }
+  }
+  // A symlink an include names is protected as it is (sealed, never
+  // followed) and its target inside the root is kept by its own name. git
+  // inside cannot read a sealed link and stops ("bad config line"): fail
+  // closed; --unprotect cfg/link.cfg allows it.
+  SECTION("an included symlink") {
+    REQUIRE(git_in(ws.path(), {"config", "--add", "include.path", "../cfg/link.cfg"}).exit_code == 0);
+    REQUIRE(::symlink("nested.cfg", (ws / "cfg/link.cfg").c_str()) == 0);
+    RunResult r = nsrun({"--", "sh", "-c",
+                         "rm -f cfg/link.cfg 2>/dev/null && echo removed-link\n"
+                         "ln -sf /tmp/evil.cfg cfg/link.cfg 2>/dev/null && echo retargeted-link\n"
+                         "echo '[core] fsmonitor = echo pwned' >> cfg/nested.cfg 2>/dev/null && echo wrote-target\n"
+                         "true"},
+                        at(ws));
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(r.out == "");
+    CHECK(read_link(ws / "cfg/link.cfg") == "nested.cfg");
+    CHECK(read_file(ws / "cfg/nested.cfg") == "[alias]\n\tlg = log\n");
+  }
+}
+
+// A file the config includes that does not exist yet (git skips a missing
+// include) is made by the command in its layer: commit refuses it.
+TEST_CASE("attack: commit refuses a file git's config would include, made in the layer", "[attack][protect][cow]") {
+  require_userns();
+  if (!git_installed()) unavailable("git", "git is not installed");
+  TempDir ws("atk-include-cow"), state("atk-include-state");
+  REQUIRE(git_in(ws.path(), {"init", "-q"}).exit_code == 0);
+  REQUIRE(git_in(ws.path(), {"config", "include.path", "../later.cfg"}).exit_code == 0);
+  RunResult commit = cow_then_commit(ws, state, "echo '[core] fsmonitor = echo pwned' > later.cfg && echo fine > ok.txt");
+  INFO(commit.out << commit.err);
+  CHECK(commit.exit_code == 1);
+  CHECK(commit.err.find("nsrun: protected path later.cfg: not committed") != std::string::npos);
+  CHECK_FALSE(file_exists(ws / "later.cfg"));
+  CHECK(read_file(ws / "ok.txt") == "fine\n");
+}
+
+// How far includes are followed: to git's own depth (10; git stops with
+// "exceeded maximum include depth" past it), through `~/` and absolute
+// spellings, and never to a file outside the root (read-only there).
+TEST_CASE("git includes are protected to git's depth, by every spelling, inside the root only", "[protect]") {
+  if (!git_installed()) unavailable("git", "git is not installed");
+  TempDir ws("inc-depth"), outside("inc-outside");
+  REQUIRE(git_in(ws.path(), {"init", "-q"}).exit_code == 0);
+  make_dir(ws / "c");
+  REQUIRE(git_in(ws.path(), {"config", "include.path", "../c/f1"}).exit_code == 0);
+  for (int i = 1; i <= 11; ++i)
+    write_file(ws / ("c/f" + std::to_string(i)), "[include]\n\tpath = f" + std::to_string(i + 1) + "\n");
+  write_file(ws / "c/f12", "");
+  // Written directly: git itself refuses to read the chain past f10.
+  // A fifo where an include is looked for (the command may leave one) must
+  // not hang the launch that reads it: protected, never read.
+  write_file(ws / ".git/config", read_file(ws / ".git/config") + "[include]\n\tpath = ~/c/home.cfg\n\tpath = " +
+                                     ws / "c/abs.cfg" + "\n\tpath = " + outside / "out.cfg" +
+                                     "\n\tpath = ../c/fifo.cfg\n");
+  REQUIRE(::mkfifo((ws / "c/fifo.cfg").c_str(), 0600) == 0);
+  // The file outside includes one back inside the root.
+  write_file(outside / "out.cfg", "[include]\n\tpath = " + ws / "c/back.cfg" + "\n");
+  RunOptions o = at(ws);
+  o.env = {"HOME=" + ws.path()};
+  RunResult r = nsrun({"explain", "--", "true"}, o);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  auto listed = [&](const std::string& p) { return r.out.find("protect " + p + " ") != std::string::npos; };
+  for (int i = 1; i <= 10; ++i) CHECK(listed(ws / ("c/f" + std::to_string(i))));
+  CHECK_FALSE(listed(ws / "c/f11"));
+  CHECK(listed(ws / "c/home.cfg"));
+  CHECK(listed(ws / "c/abs.cfg"));
+  CHECK(listed(ws / "c/back.cfg"));
+  CHECK(listed(ws / "c/fifo.cfg"));
+  CHECK(r.out.find(outside / "out.cfg") == std::string::npos);
 }
