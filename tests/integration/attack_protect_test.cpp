@@ -2,6 +2,7 @@
 // runs later which the first tests did not try. Each test lets a hostile
 // command (and, where it says so, a hostile workspace) try, then looks at
 // the host.
+#include "cow_support.hpp"
 #include "harness.hpp"
 
 #include <catch2/catch_test_macros.hpp>
@@ -27,14 +28,9 @@ RunResult git_in(const std::string& dir, const std::vector<std::string>& args) {
 // Runs `script` in a copy-on-write workspace `ws` (layers under `state`)
 // and commits the run; the commit's result.
 RunResult cow_then_commit(const TempDir& ws, const TempDir& state, const std::string& script) {
-  RunOptions o = at(ws);
-  o.env = {"XDG_STATE_HOME=" + state.path(), "HOME=" + state.path(), "XDG_RUNTIME_DIR=", "XDG_CONFIG_HOME="};
-  RunResult c = nsrun({"--workspace-mode", "cow", "--", "sh", "-c", script}, o);
-  INFO(c.err);
-  REQUIRE(c.exit_code == 0);
-  const std::size_t at_id = c.err.find("nsrun: run ");
-  REQUIRE(at_id != std::string::npos);
-  return nsrun({"commit", c.err.substr(at_id + 11, 12)}, o);
+  const std::vector<std::string> env = {"XDG_STATE_HOME=" + state.path(), "HOME=" + state.path(), "XDG_RUNTIME_DIR=",
+                                        "XDG_CONFIG_HOME="};
+  return nsrun({"commit", cow::cow_run(ws, env, script)}, cow::in(ws, env));
 }
 
 // Prints one line for each protected thing the command managed to write.
@@ -275,7 +271,8 @@ TEST_CASE("attack: files git's config includes (include.path, includeIf) are pro
       "echo '[core] fsmonitor = echo pwned' >> cfg/cond.cfg 2>/dev/null && echo wrote-includeif\n"
       "mv cfg/extra.cfg cfg/gone.cfg 2>/dev/null && echo moved-include\n"
       "git st >/dev/null && git lg -1 >/dev/null 2>&1; git co -q -b side && echo git-ok\n"
-      "echo x > f && git add f && git -c user.name=t -c user.email=t@example.invalid commit -qm m && echo git-commit-ok\n"
+      "echo x > f && git add f && git -c user.name=t -c user.email=t@example.invalid commit -qm m && "
+      "echo git-commit-ok\n"
       "true";
   for (const Rung rung : {Rung::namespaces, Rung::landlock}) {
     DYNAMIC_SECTION((rung == Rung::landlock ? "landlock" : "namespaces")) {
@@ -325,7 +322,8 @@ TEST_CASE("attack: commit refuses a file git's config would include, made in the
   TempDir ws("atk-include-cow"), state("atk-include-state");
   REQUIRE(git_in(ws.path(), {"init", "-q"}).exit_code == 0);
   REQUIRE(git_in(ws.path(), {"config", "include.path", "../later.cfg"}).exit_code == 0);
-  RunResult commit = cow_then_commit(ws, state, "echo '[core] fsmonitor = echo pwned' > later.cfg && echo fine > ok.txt");
+  RunResult commit =
+      cow_then_commit(ws, state, "echo '[core] fsmonitor = echo pwned' > later.cfg && echo fine > ok.txt");
   INFO(commit.out << commit.err);
   CHECK(commit.exit_code == 1);
   CHECK(commit.err.find("nsrun: protected path later.cfg: not committed") != std::string::npos);

@@ -97,3 +97,21 @@ TEST_CASE("nsrun bench's floor rows exec the payload and pair every row against 
     CHECK(read_file(out / "bench.json").find(R"("floor_ratios": {"floor glibc": )") != std::string::npos);
   }
 }
+
+// Issue 14: `nsrun bench` has a cow row (the copy-on-write workspace's
+// launch, paired with workspace-write), and its run layers, one per
+// launch, are gone when the bench ends.
+TEST_CASE("nsrun bench's cow row runs beside workspace-write and leaves no run layer", "[bench][cow]") {
+  require_userns();
+  TempDir tmp("bench-cow");
+  RunOptions o;
+  o.timeout = 60s;
+  o.env = {"TMPDIR=" + tmp.path()};
+  RunResult r = nsrun({"bench", "-n", "3", "--warmup", "1", "--rows", "workspace-write,cow"}, o);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("nsrun workspace-write") != std::string::npos);
+  CHECK(r.out.find("nsrun cow") != std::string::npos);
+  CHECK(r.out.find(" failed)") == std::string::npos);
+  CHECK(run({"ls", "-A", tmp.path()}).out.empty());
+}

@@ -40,14 +40,11 @@ TEST_CASE("cow commit: a moved file is what a copy gave: no layer xattr, one lin
   write_file(ws / "d/exec", "old\n", 0644);
   wait_for_next_tick(ws / "d/exec");
   // setfattr is not everywhere: python sets the command's own user xattr.
-  RunResult r = nsrun({"--workspace-mode", "cow", "--", "sh", "-c",
-                       "echo new >> d/edited && echo new >> d/tagged && chmod 0750 d/exec && echo new >> d/exec && "
-                       "echo added > d/added && "
-                       "python3 -c \"import os; os.setxattr('d/tagged', 'user.nsrun_test', b'x')\" 2>/dev/null; true"},
-                      in(ws, env));
-  INFO(r.err);
-  REQUIRE(r.exit_code == 0);
-  const std::string id = run_id_of(r.err);
+  const std::string id =
+      cow_run(ws, env,
+              "echo new >> d/edited && echo new >> d/tagged && chmod 0750 d/exec && echo new >> d/exec && "
+              "echo added > d/added && "
+              "python3 -c \"import os; os.setxattr('d/tagged', 'user.nsrun_test', b'x')\" 2>/dev/null; true");
   RunResult c = nsrun({"commit", id}, in(ws, env));
   INFO(c.out << c.err);
   CHECK(c.exit_code == 0);

@@ -57,12 +57,8 @@ TEST_CASE("cow commit: refuses exactly the run's own protected set", "[cow][prot
       "echo h > .git/hooks/pre-commit && echo ok > ok.txt";
 
   SECTION("--protect adds (relative and absolute), --unprotect removes") {
-    RunResult r = nsrun({"--workspace-mode", "cow", "--protect", "notes.cfg", "--protect", ws / "abs.cfg",
-                         "--unprotect", ".envrc", "--", "sh", "-c", writes},
-                        in(ws, env));
-    INFO(r.err);
-    REQUIRE(r.exit_code == 0);
-    const std::string id = run_id_of(r.err);
+    const std::string id =
+        cow_run(ws, env, writes, {"--protect", "notes.cfg", "--protect", ws / "abs.cfg", "--unprotect", ".envrc"});
     RunResult c = nsrun({"commit", id}, in(ws, env));
     INFO(c.out << c.err);
     CHECK(c.exit_code == 1);
@@ -80,12 +76,7 @@ TEST_CASE("cow commit: refuses exactly the run's own protected set", "[cow][prot
     CHECK(nsrun({"discard", id}, in(ws, env)).exit_code == 0);
   }
   SECTION("--protect-defaults none drops the default set, and only it") {
-    RunResult r = nsrun({"--workspace-mode", "cow", "--protect-defaults", "none", "--protect", "notes.cfg", "--", "sh",
-                         "-c", writes},
-                        in(ws, env));
-    INFO(r.err);
-    REQUIRE(r.exit_code == 0);
-    const std::string id = run_id_of(r.err);
+    const std::string id = cow_run(ws, env, writes, {"--protect-defaults", "none", "--protect", "notes.cfg"});
     RunResult c = nsrun({"commit", id}, in(ws, env));
     INFO(c.out << c.err);
     CHECK(c.exit_code == 1);
@@ -104,11 +95,7 @@ TEST_CASE("cow commit: a run.json that is missing or not nsrun's refuses the com
   TempDir ws("cowj-ws"), state("cowj-state"), home("cowj-home");
   write_file(ws / "kept.txt", "host\n");
   const auto env = layer_env(state, home.path());
-  RunResult r = nsrun({"--workspace-mode", "cow", "--", "sh", "-c", "echo added > added.txt && echo x > kept.txt"},
-                      in(ws, env));
-  INFO(r.err);
-  REQUIRE(r.exit_code == 0);
-  const std::string id = run_id_of(r.err);
+  const std::string id = cow_run(ws, env, "echo added > added.txt && echo x > kept.txt");
   const std::string file = run_base(state) + "/" + id + "/run.json";
   const std::string good = read_file(file);
   REQUIRE(good.find("\"protected\": [") != std::string::npos);
@@ -277,10 +264,7 @@ TEST_CASE("cow changes --patch: binary files come as git binary patches git appl
       "set -e; printf 'x\\0y' > mod.bin; rm del.bin; printf '\\0new\\0' > 'added bin'; : > empty.bin; "
       "printf 'tail\\0' >> big.bin; printf 'now\\0binary' > 'was text.txt'; chmod +x mode.bin; "
       "printf '\\0' > \"$(printf 'nl\\nname.bin')\"";
-  RunResult r = nsrun({"--workspace-mode", "cow", "--", "sh", "-c", script}, in(ws, env));
-  INFO(r.err);
-  REQUIRE(r.exit_code == 0);
-  const std::string id = run_id_of(r.err);
+  const std::string id = cow_run(ws, env, script);
   CHECK(manifest(ws.path()) == before);
 
   RunResult patch = nsrun({"changes", id, "--patch"}, in(ws, env));

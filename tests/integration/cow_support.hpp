@@ -79,4 +79,17 @@ inline nsrun_test::RunOptions in(const TempDir& dir, std::vector<std::string> en
   return o;
 }
 
+// Runs `script` with `sh -c` in the copy-on-write workspace `ws` (`extra`
+// options before the `--`), REQUIREs that it ran, and returns its run id.
+inline std::string cow_run(const TempDir& ws, const std::vector<std::string>& env, const std::string& script,
+                           const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> args = {"--workspace-mode", "cow"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  args.insert(args.end(), {"--", "sh", "-c", script});
+  RunResult r = nsrun(args, in(ws, env));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  return run_id_of(r.err);
+}
+
 }  // namespace nsrun_test::cow

@@ -45,10 +45,7 @@ TEST_CASE("cow workspace: the real one is untouched; changes, patch, commit and 
       "set -e; echo four >> edit.txt; rm del.txt; mv 'old name.txt' 'new name.txt'; rm -r repl; mkdir repl; "
       "echo c > repl/c; ln -s edit.txt link; printf 'two\\nlines\\n' > \"$(printf 'nl\\nname')\"; "
       "printf 'still none' > nonl.txt; rm -r gone; chmod +x mode.sh; mkdir -p new/deeper; echo d > new/deeper/f";
-  RunResult r = nsrun({"--workspace-mode", "cow", "--", "sh", "-c", script}, in(ws, env));
-  INFO(r.err);
-  REQUIRE(r.exit_code == 0);
-  const std::string id = run_id_of(r.err);
+  const std::string id = cow_run(ws, env, script);
   // Byte-identical until commit.
   CHECK(manifest(ws.path()) == before);
 
@@ -116,12 +113,8 @@ TEST_CASE("cow workspace: a file the host changed since the run started is a con
   // (file times come from a coarse clock; docs/hardening.md): let the tick
   // pass, as a user's edits a moment earlier would have.
   wait_for_next_tick(ws / "other.txt");
-  RunResult r = nsrun({"--workspace-mode", "cow", "--", "sh", "-c",
-                       "echo sandbox > shared.txt && echo sandbox > other.txt && echo new > added.txt"},
-                      in(ws, env));
-  INFO(r.err);
-  REQUIRE(r.exit_code == 0);
-  const std::string id = run_id_of(r.err);
+  const std::string id =
+      cow_run(ws, env, "echo sandbox > shared.txt && echo sandbox > other.txt && echo new > added.txt");
   write_file(ws / "shared.txt", "host v2\n");
 
   RunResult c = nsrun({"commit", id}, in(ws, env));
@@ -150,13 +143,9 @@ TEST_CASE("cow workspace: protected paths are refused at commit", "[cow]") {
   make_dir(ws / ".git");
   write_file(ws / ".git/HEAD", "ref: refs/heads/main\n");
   const auto env = layer_env(state, home.path());
-  RunResult r = nsrun({"--workspace-mode", "cow", "--", "sh", "-c",
-                       "mkdir .git/hooks && echo evil > .git/hooks/pre-commit && echo evil > .envrc && "
-                       "echo fine > ok.txt"},
-                      in(ws, env));
-  INFO(r.err);
-  REQUIRE(r.exit_code == 0);
-  const std::string id = run_id_of(r.err);
+  const std::string id =
+      cow_run(ws, env,
+              "mkdir .git/hooks && echo evil > .git/hooks/pre-commit && echo evil > .envrc && echo fine > ok.txt");
   RunResult c = nsrun({"commit", id}, in(ws, env));
   INFO(c.out << c.err);
   CHECK(c.exit_code == 1);

@@ -12,8 +12,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <random>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace nsrun_test;
@@ -230,17 +232,23 @@ TEST_CASE("protected paths: nsrun or PID 1 killed at any moment leaves nothing i
   make_dir(ws / ".git");
   make_dir(ws / ".git/info");
   const auto before = tree(ws.path());
+  std::mt19937 random(std::random_device{}());
   for (int i = 0; i < 200; ++i) {
     Process p({nsrun_path(), "--", "sh", "-c", "echo ready; exec sleep 60"}, at(ws));
-    // A third while the sandbox is built, a third once the command runs,
-    // a third by SIGKILL of PID 1 (nsrun's child) instead of nsrun.
-    if (i % 3 == 0) {
+    // A quarter at once (while the sandbox is built), a quarter at a random
+    // moment of the first 40 ms (the set-up or the command, whichever it
+    // hits: the kill's moment, not a synchronisation), a quarter once the
+    // command runs, a quarter by SIGKILL of PID 1 (nsrun's child) instead.
+    if (i % 4 == 0) {
+      p.signal(SIGKILL);
+    } else if (i % 4 == 3) {
+      std::this_thread::sleep_for(std::chrono::microseconds(random() % 40000));
       p.signal(SIGKILL);
     } else {
       p.wait_for_line("ready");
       const std::string children =
           read_file("/proc/" + std::to_string(p.pid()) + "/task/" + std::to_string(p.pid()) + "/children");
-      const pid_t pid1 = i % 3 == 2 && !children.empty() ? std::stoi(children) : p.pid();
+      const pid_t pid1 = i % 4 == 2 && !children.empty() ? std::stoi(children) : p.pid();
       ::kill(pid1, SIGKILL);
     }
     p.wait();
