@@ -352,6 +352,12 @@ Result<void> install(int ud, int hd, const std::string& name, const std::string&
     return {};
   }
   const std::string tmp = fmt::format(".nsrun-commit-{}", random_hex(12));
+  // No setuid or setgid bit on what commit installs: the command set them
+  // in its layer (as root inside, or as the user), and the file it makes
+  // here is the caller's, so the bits would hand the caller's uid (root's,
+  // for a root caller) to whoever runs it (attack review, third pass). The
+  // kernel drops them on a write by anyone but root for the same reason.
+  const mode_t mode = st.st_mode & 07777 & ~mode_t{S_ISUID | S_ISGID};
   if (S_ISLNK(st.st_mode)) {
     auto target = read_link_at(ud, name, path);
     if (!target) return fail(target.error());
@@ -362,7 +368,7 @@ Result<void> install(int ud, int hd, const std::string& name, const std::string&
     Fd to(::openat(hd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (!to) return fail(sys_error("create", path));
     auto r = copy_bytes(from.get(), to.get(), path);
-    if (r && ::fchmod(to.get(), st.st_mode & 07777) != 0) r = fail(sys_error("chmod", path));
+    if (r && ::fchmod(to.get(), mode) != 0) r = fail(sys_error("chmod", path));
     if (r) {
       const struct timespec times[2] = {st.st_atim, st.st_mtim};
       (void)::futimens(to.get(), times);
@@ -372,7 +378,7 @@ Result<void> install(int ud, int hd, const std::string& name, const std::string&
       return r;
     }
   } else if (S_ISFIFO(st.st_mode)) {
-    if (::mkfifoat(hd, tmp.c_str(), st.st_mode & 07777) != 0) return fail(sys_error("mkfifo", path));
+    if (::mkfifoat(hd, tmp.c_str(), mode) != 0) return fail(sys_error("mkfifo", path));
   } else {
     return fail(Error{"commit", EPERM, path, "a device or socket (nsrun commits files, symlinks and directories)"});
   }

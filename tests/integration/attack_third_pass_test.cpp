@@ -1,0 +1,366 @@
+// The attack review of the third pass: the features that landed last
+// (the Landlock rung's connect() answers, --watch-writes, the cow home as
+// the default, commit's exchange-and-unlink) against a hostile command, as
+// root and as the unprivileged user (tools/run-tests.sh runs both), on
+// both rungs where the feature has both. Each test asserts what is on the
+// host afterwards, not only what the command printed.
+#include "harness.hpp"
+
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "policy/json.hpp"
+
+using namespace nsrun_test;
+using Catch::Matchers::ContainsSubstring;
+
+namespace {
+
+bool python() { return file_exists("/usr/bin/python3"); }
+
+// Every path below `root` with its mode and contents (or link target).
+std::map<std::string, std::string> tree(const std::string& root) {
+  static std::map<std::string, std::string>* out;
+  static std::size_t skip;
+  std::map<std::string, std::string> m;
+  out = &m;
+  skip = root.size();
+  nftw(
+      root.c_str(),
+      [](const char* p, const struct stat* st, int, FTW*) {
+        std::string what = S_ISREG(st->st_mode) ? read_file(p) : S_ISLNK(st->st_mode) ? read_link(p) : std::string();
+        (*out)[std::string(p).substr(skip)] = std::to_string(st->st_mode) + " " + what;
+        return 0;
+      },
+      16, FTW_PHYS);
+  return m;
+}
+
+mode_t mode_of(const std::string& path) {
+  struct stat st{};
+  REQUIRE(::lstat(path.c_str(), &st) == 0);
+  return st.st_mode & 07777;
+}
+
+// Waits until the coarse clock (run start times) is past every file the
+// test just wrote, so commit counts none of them as a host change.
+void settle_clock() {
+  struct timespec made{};
+  ::clock_gettime(CLOCK_REALTIME, &made);
+  CHECK(eventually([&] {
+    struct timespec coarse{};
+    ::clock_gettime(CLOCK_REALTIME_COARSE, &coarse);
+    return coarse.tv_sec > made.tv_sec || (coarse.tv_sec == made.tv_sec && coarse.tv_nsec > made.tv_nsec);
+  }));
+}
+
+// A state home and $HOME of the test's own, with default credentials.
+struct Home {
+  TempDir ws{"atk3-ws"};
+  TempDir state{"atk3-state"};
+  TempDir home{"atk3-home"};
+  Home() {
+    write_file(home / ".bashrc", "# real\n");
+    make_dir(home / ".ssh", 0700);
+    write_file(home / ".ssh/id_ed25519", "SECRET-SSH\n", 0600);
+    make_dir(home / ".config");
+    make_dir(home / ".config/gcloud");
+    write_file(home / ".config/gcloud/credentials.db", "SECRET-GCLOUD\n");
+    write_file(home / ".netrc", "SECRET-NETRC\n", 0600);
+  }
+  RunOptions opts() const {
+    RunOptions o = at(ws);
+    o.env = {"HOME=" + home.path(), "XDG_STATE_HOME=" + state.path(), "XDG_RUNTIME_DIR=", "XDG_CACHE_HOME="};
+    return o;
+  }
+  std::string layer_base() const { return state / "nsrun/home"; }
+};
+
+// Reads every hidden credential through each spelling the command has.
+const std::string credential_reads =
+    "for f in .ssh/id_ed25519 .config/gcloud/credentials.db .netrc; do "
+    "cat \"$HOME/$f\" \"$HOME/.ssh/../$f\" \"$HOME/./$f\" \"/proc/self/root$HOME/$f\" \"/proc/1/root$HOME/$f\" "
+    "\"/proc/$$/root$HOME/$f\" \"/proc/self/cwd/../../../../../../../../..$HOME/$f\"; done 2>/dev/null; "
+    "(cd \"$HOME/.ssh\" 2>/dev/null && cat id_ed25519 ./id_ed25519 2>/dev/null); "
+    "ls -a \"$HOME/.ssh\" 2>/dev/null | grep -v '^\\.*$'; "
+    "find \"$HOME\" -name 'id_*' 2>/dev/null | grep -q . && echo found-by-find; "
+    "grep -rs SECRET \"$HOME\" /proc/1/root\"$HOME\" 2>/dev/null; true";
+
+}  // namespace
+
+// ---------------------------------------------------------------- commit
+
+// A hostile command makes setuid and setgid files in its upper layer: as
+// root (or as the user), `nsrun commit` would install them owned by the
+// caller, so anyone who runs the file gets the caller's uid (as root: a
+// setuid-root binary in the workspace). commit installs no such bit, on a
+// new file or over an existing one; a directory keeps its setgid bit
+// (group inheritance, nothing runs as anyone).
+TEST_CASE("attack3: commit installs no setuid or setgid file the command made", "[attack3][cow]") {
+  require_userns();
+  TempDir ws("atk3-suid"), state("atk3-suid-state");
+  write_file(ws / "tool", "#!/bin/sh\necho old\n", 0755);
+  settle_clock();
+  RunOptions o = at(ws);
+  o.env = {"XDG_STATE_HOME=" + state.path(), "HOME=" + state.path(), "XDG_RUNTIME_DIR="};
+  RunResult r = nsrun_test::nsrun({"--workspace-mode", "cow", "--", "sh", "-c",
+                       "printf '#!/bin/sh\\nid\\n' > suid && chmod 4755 suid && "
+                       "printf x > sgid && chmod 2755 sgid && printf y > both && chmod 6711 both && "
+                       "printf '#!/bin/sh\\necho new\\n' > tool && chmod 4755 tool && "
+                       "mkdir sd && chmod 2775 sd && printf z > sd/in && chmod 4700 sd/in && "
+                       "stat -c '%a %n' suid sgid both tool sd sd/in"},
+                      o);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  // The command did set the bits in its layer (else the test shows nothing).
+  CHECK_THAT(r.out, ContainsSubstring("4755 suid"));
+  const std::string mark = "nsrun: run ";
+  const std::size_t at = r.err.find(mark);
+  REQUIRE(at != std::string::npos);
+  const std::string id = r.err.substr(at + mark.size(), 12);
+  RunResult commit = nsrun_test::nsrun({"commit", id}, o);
+  INFO(commit.out << commit.err);
+  CHECK(commit.exit_code == 0);
+  CHECK(read_file(ws / "suid") == "#!/bin/sh\nid\n");
+  CHECK(read_file(ws / "tool") == "#!/bin/sh\necho new\n");
+  CHECK(mode_of(ws / "suid") == 0755);
+  CHECK(mode_of(ws / "sgid") == 0755);
+  CHECK(mode_of(ws / "both") == 0711);
+  CHECK(mode_of(ws / "tool") == 0755);
+  CHECK(mode_of(ws / "sd/in") == 0700);
+  CHECK((mode_of(ws / "sd") & 0777) == 0775);
+}
+
+// The commit of a layer whose files carry security.capability: commit
+// copies bytes and mode, never xattrs, so no file capability reaches the
+// workspace. (A root command can set a namespaced capability in its layer.)
+TEST_CASE("attack3: commit carries no file capability into the workspace", "[attack3][cow]") {
+  require_userns();
+  if (!file_exists("/usr/sbin/setcap") && !file_exists("/sbin/setcap")) unavailable("setcap", "setcap is not installed");
+  TempDir ws("atk3-cap"), state("atk3-cap-state");
+  settle_clock();
+  RunOptions o = at(ws);
+  o.env = {"XDG_STATE_HOME=" + state.path(), "HOME=" + state.path(), "XDG_RUNTIME_DIR="};
+  RunResult r = nsrun_test::nsrun({"--workspace-mode", "cow", "--", "sh", "-c",
+                       "cp /bin/true capped && (PATH=$PATH:/usr/sbin:/sbin setcap cap_net_raw+ep capped 2>&1; "
+                       "getfattr -n security.capability capped >/dev/null 2>&1 && echo set-in-layer; true)"},
+                      o);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::size_t at = r.err.find("nsrun: run ");
+  REQUIRE(at != std::string::npos);
+  RunResult commit = nsrun_test::nsrun({"commit", r.err.substr(at + 11, 12)}, o);
+  INFO(commit.out << commit.err);
+  CHECK(commit.exit_code == 0);
+  REQUIRE(file_exists(ws / "capped"));
+  char buf[64];
+  CHECK(::lgetxattr((ws / "capped").c_str(), "security.capability", buf, sizeof buf) < 0);
+}
+
+// ---------------------------------------------------------------- cow home
+
+TEST_CASE("attack3: hidden credentials stay hidden through every spelling, metadata calls and links the command "
+          "made in an earlier run",
+          "[attack3][home]") {
+  require_userns();
+  Home h;
+  const auto before = tree(h.home.path());
+  for (Rung rung : {Rung::namespaces, Rung::landlock}) {
+    DYNAMIC_SECTION((rung == Rung::namespaces ? "namespaces" : "landlock")) {
+      std::vector<std::string> args = rung_options(rung);
+      // Run 1: metadata calls on the covers, links into them, a rename of a
+      // hidden directory's parent; run 2 reads through all of it.
+      std::vector<std::string> first = args;
+      first.insert(first.end(),
+                   {"--", "sh", "-c",
+                    "chmod 777 ~/.ssh ~/.config/gcloud 2>/dev/null; touch ~/.ssh ~/.netrc ~/.config/gcloud 2>/dev/null; "
+                    "touch -h -d 2001-01-01 ~/.ssh 2>/dev/null; "
+                    "ln -s .ssh ~/sshlink; ln -s .ssh/id_ed25519 ~/keylink; ln -s /proc/self/root$HOME/.netrc ~/netlink; "
+                    "ln ~/.netrc ~/hard 2>/dev/null; mkdir -p ~/x && ln -s ../.config ~/x/cfg; "
+                    "mv ~/.config ~/.cfg 2>/dev/null; cat ~/.cfg/gcloud/credentials.db 2>/dev/null; "
+                    "mv ~/.cfg ~/.config 2>/dev/null; " + credential_reads});
+      RunResult one = nsrun_test::nsrun(first, h.opts());
+      INFO(one.out << one.err);
+      CHECK(one.exit_code == 0);
+      CHECK(one.out.find("SECRET") == std::string::npos);
+      // Names too, where a cover hides them (the Landlock rung lists the
+      // names in a hidden directory, by design: docs/hardening.md).
+      if (rung == Rung::namespaces) CHECK(one.out.find("found-by-find") == std::string::npos);
+      std::vector<std::string> second = args;
+      second.insert(second.end(), {"--", "sh", "-c",
+                                   "cat ~/sshlink/id_ed25519 ~/keylink ~/netlink ~/hard ~/x/cfg/gcloud/credentials.db "
+                                   "2>/dev/null; " + credential_reads});
+      RunResult two = nsrun_test::nsrun(second, h.opts());
+      INFO(two.out << two.err);
+      CHECK(two.exit_code == 0);
+      CHECK(two.out.find("SECRET") == std::string::npos);
+      // The real home is as it was: no link, no mode, no time changed.
+      CHECK(tree(h.home.path()) == before);
+      // No layer holds a copy of a hidden path (nothing copied up by the
+      // metadata calls).
+      if (file_exists(h.layer_base()))
+        for (const auto& [path, what] : tree(h.layer_base())) {
+          INFO(path);
+          CHECK(what.find("SECRET") == std::string::npos);
+          CHECK(path.find("/upper/.ssh") == std::string::npos);
+          CHECK(path.find("/upper/.netrc") == std::string::npos);
+          CHECK(path.find("credentials.db") == std::string::npos);
+        }
+    }
+  }
+}
+
+// --allow-read re-exposes one path read-only: nothing written through it
+// reaches the real home or the layer (a copy-up would let a later run read
+// the command's version instead of the real one).
+TEST_CASE("attack3: --allow-read re-exposes exactly one path, read-only, on both rungs", "[attack3][home]") {
+  require_userns();
+  Home h;
+  const auto before = tree(h.home.path());
+  for (Rung rung : {Rung::namespaces, Rung::landlock}) {
+    DYNAMIC_SECTION((rung == Rung::namespaces ? "namespaces" : "landlock")) {
+      std::vector<std::string> args = rung_options(rung);
+      args.insert(args.end(),
+                  {"--allow-read", h.home / ".ssh", "--", "sh", "-c",
+                   "cat ~/.ssh/id_ed25519; cat ~/.netrc ~/.config/gcloud/credentials.db 2>/dev/null; "
+                   "echo evil >> ~/.ssh/id_ed25519 2>/dev/null && echo wrote; "
+                   "echo evil > ~/.ssh/new 2>/dev/null && echo made; chmod 644 ~/.ssh/id_ed25519 2>/dev/null && echo chmod; "
+                   "touch ~/.ssh/id_ed25519 2>/dev/null && echo touched; rm -f ~/.ssh/id_ed25519 2>/dev/null; "
+                   "test -e ~/.ssh/id_ed25519 || echo removed; mv ~/.ssh ~/.ssh2 2>/dev/null && echo moved; true"});
+      RunResult r = nsrun_test::nsrun(args, h.opts());
+      INFO(r.out << r.err);
+      CHECK(r.exit_code == 0);
+      CHECK(r.out == "SECRET-SSH\n");
+      CHECK(tree(h.home.path()) == before);
+      if (file_exists(h.layer_base()))
+        for (const auto& [path, what] : tree(h.layer_base())) {
+          INFO(path);
+          CHECK(what.find("evil") == std::string::npos);
+          CHECK(path.find("/upper/.ssh") == std::string::npos);
+        }
+    }
+  }
+}
+
+// The layer is the command's: `nsrun home diff` and `home reset` on the
+// host walk it and must follow none of its links (one named like a
+// directory, pointing at a victim directory outside; one at /).
+TEST_CASE("attack3: home diff and reset follow no link the command left in the home layer", "[attack3][home]") {
+  require_userns();
+  Home h;
+  TempDir victim("atk3-victim");
+  write_file(victim / "keep", "KEEP-ME\n");
+  make_dir(victim / "sub");
+  write_file(victim / "sub/deep", "DEEP\n");
+  const auto victim_before = tree(victim.path());
+  RunResult r = nsrun_test::nsrun({"--backend", "namespaces", "--", "sh", "-c",
+                       "mkdir -p ~/d && ln -s " + shell_quote(victim.path()) + " ~/etc && ln -s " +
+                           shell_quote(victim.path()) + " ~/d/sub && ln -s / ~/root && ln -s /etc ~/d/etc && "
+                           "echo mine > ~/d/file && ls ~/etc/keep"},
+                      h.opts());
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  RunResult diff = nsrun_test::nsrun({"home", "diff"}, h.opts());
+  INFO(diff.out << diff.err);
+  CHECK(diff.exit_code == 0);
+  CHECK_THAT(diff.out, ContainsSubstring("etc"));
+  CHECK(diff.out.find("keep") == std::string::npos);
+  CHECK(diff.out.find("deep") == std::string::npos);
+  CHECK(diff.out.find("passwd") == std::string::npos);
+  RunResult reset = nsrun_test::nsrun({"home", "reset"}, h.opts());
+  INFO(reset.out << reset.err);
+  CHECK(reset.exit_code == 0);
+  CHECK(tree(victim.path()) == victim_before);
+  CHECK(file_exists("/etc/passwd"));
+}
+
+// ---------------------------------------------------------------- --watch-writes
+
+// Hostile arguments to the watched calls: a pointer to nothing, a path
+// with no NUL for 64 KiB, one that ends at the edge of its mapping, one
+// that is terminal control bytes. nsrun neither crashes nor hangs, the
+// command gets the kernel's own answers, and what nsrun prints on the
+// caller's terminal carries no control byte of the command's.
+TEST_CASE("attack3: --watch-writes on garbage pointers, unterminated and control-byte paths", "[attack3][watch-writes]") {
+  if (!python()) unavailable("python3", "python3 is not installed");
+  constexpr std::string_view script = R"PY(
+import ctypes, mmap, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+SYS_openat, SYS_mkdirat, SYS_renameat2 = 257, 258, 316
+AT_FDCWD = -100
+def call(name, *args):
+    rc = libc.syscall(*args)
+    print('%s=%s' % (name, 'ok' if rc >= 0 else os.strerror(ctypes.get_errno())), flush=True)
+call('null', SYS_openat, AT_FDCWD, ctypes.c_void_p(0), os.O_WRONLY | os.O_CREAT, 0o644)
+call('wild', SYS_openat, AT_FDCWD, ctypes.c_void_p(0xdead0000000), os.O_WRONLY | os.O_CREAT, 0o644)
+call('kernel', SYS_openat, AT_FDCWD, ctypes.c_void_p(0xffffffffff600000), os.O_WRONLY | os.O_CREAT, 0o644)
+# 64 KiB of 'A' with no NUL, followed by an unmapped page.
+m = mmap.mmap(-1, 65536 + 4096)
+m.write(b'/' + b'A' * 65535)
+base = ctypes.addressof(ctypes.c_char.from_buffer(m))
+libc.munmap(ctypes.c_void_p(base + 65536), 4096)
+call('unterminated', SYS_openat, AT_FDCWD, ctypes.c_void_p(base), os.O_WRONLY | os.O_CREAT, 0o644)
+call('unterminated_mkdir', SYS_mkdirat, AT_FDCWD, ctypes.c_void_p(base), 0o755)
+call('unterminated_rename', SYS_renameat2, AT_FDCWD, ctypes.c_void_p(base), AT_FDCWD, ctypes.c_void_p(base), 0)
+# A bad dirfd and a relative name.
+call('baddirfd', SYS_openat, 999, b'x', os.O_WRONLY | os.O_CREAT, 0o644)
+for i in range(300):
+    try: open('/etc/\x1b]0;PWNED\x07\x1b[2J%d' % i, 'w')
+    except OSError: pass
+call('after', SYS_openat, AT_FDCWD, b'/etc/nsrun-atk3-after', os.O_WRONLY | os.O_CREAT, 0o644)
+sys.exit(3)
+)PY";
+  for (Rung rung : {Rung::namespaces, Rung::landlock}) {
+    DYNAMIC_SECTION((rung == Rung::namespaces ? "namespaces" : "landlock")) {
+      TempDir ws("atk3-ww"), out("atk3-ww-out");
+      write_file(ws / "w.py", script);
+      std::vector<std::string> args = rung_options(rung);
+      const std::string report = out / "r.json";
+      args.insert(args.end(), {"--verdict", "--watch-writes", "--report", report, "--timeout", "60", "--", "/usr/bin/python3", "w.py"});
+      RunResult r = nsrun_test::nsrun(args, at(ws));
+      INFO(r.out << r.err);
+      CHECK(r.exit_code == 3);
+      CHECK_THAT(r.out, ContainsSubstring("null=Bad address"));
+      CHECK_THAT(r.out, ContainsSubstring("wild=Bad address"));
+      CHECK_THAT(r.out, ContainsSubstring("kernel=Bad address"));
+      CHECK_THAT(r.out, ContainsSubstring("unterminated=File name too long"));
+      CHECK_THAT(r.out, ContainsSubstring("baddirfd=Bad file descriptor"));
+      CHECK_THAT(r.out, ContainsSubstring("after="));
+      CHECK_FALSE(file_exists("/etc/nsrun-atk3-after"));
+      // The verdict names the writes, with no control byte of the command's.
+      CHECK_THAT(r.err, ContainsSubstring("outside the workspace"));
+      for (char c : r.err) {
+        INFO(static_cast<int>(static_cast<unsigned char>(c)));
+        CHECK((c == '\n' || static_cast<unsigned char>(c) >= 0x20));
+      }
+      // The report is JSON and lists the attempts, capped.
+      auto doc = ::nsrun::json::parse(read_file(report));
+      REQUIRE(doc);
+      const auto* w = doc->find("writes_outside");
+      REQUIRE(w != nullptr);
+      REQUIRE(w->is_array());
+      CHECK(w->as_array().size() <= 256);
+      // A relative name under a dirfd that is no file is nowhere: not "/x".
+      for (const auto& item : w->as_array()) {
+        const auto* path = item.find("path");
+        REQUIRE(path != nullptr);
+        CHECK(path->as_string() != "/x");
+      }
+    }
+  }
+}
