@@ -1,6 +1,10 @@
 #include "launch/home_fallback.hpp"
 
+#include <limits.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <cstdlib>
 
 #include <fmt/format.h>
 
@@ -35,6 +39,15 @@ void redirect_caches(std::vector<std::string>& env, const std::string& redirect)
     std::erase_if(env, [&](const std::string& e) { return e.starts_with(prefix); });
     env.push_back(prefix + value);
   }
+}
+
+std::string existing_home_base(const Policy& policy) {
+  if (policy.layers.home_base.empty()) return {};
+  char real[PATH_MAX];
+  if (::realpath(policy.layers.home_base.c_str(), real) == nullptr) return {};
+  struct stat st{};
+  if (::stat(real, &st) != 0 || !S_ISDIR(st.st_mode)) return {};
+  return real;
 }
 
 void note_cache_redirect(LaunchReport& report, const std::string& redirect) {
