@@ -318,6 +318,48 @@ TEST_CASE("attack3: another workspace's home layer is not readable from a Landlo
   CHECK_THAT(r.out, ContainsSubstring("cache-ok"));
 }
 
+// The same on the namespace rung where the host refuses the home's
+// overlay (the home on a stacked overlay, as home_default_test makes it):
+// the fallback shows the home read-only and showed the layers with it.
+TEST_CASE("attack3: another workspace's home layer is not readable in the namespace rung's fallback",
+          "[attack3][home][fallback]") {
+  require_userns();
+  if (::access("/usr/bin/unshare", X_OK) != 0) unavailable("unshare", "/usr/bin/unshare (util-linux) is not installed");
+  TempDir t("atk3-stack"), ws("atk3-stack-ws");
+  for (const char* d : {"l1", "u1", "w1", "m1", "u2", "w2", "home", "state"}) make_dir(t / d);
+  // Another workspace's layer, as its run left it.
+  const std::string other = t / "state/nsrun/home/other-ws-0123abcd/upper/.aws";
+  for (const char* d : {"state/nsrun", "state/nsrun/home", "state/nsrun/home/other-ws-0123abcd",
+                        "state/nsrun/home/other-ws-0123abcd/upper", "state/nsrun/home/other-ws-0123abcd/upper/.aws"})
+    make_dir(t / d, 0700);
+  write_file(other + "/credentials", "LAYER-KEY\n", 0600);
+  const std::string inside =
+      "cat \"$XDG_STATE_HOME\"/nsrun/home/*/upper/.aws/credentials 2>/dev/null; grep -rs LAYER \"$XDG_STATE_HOME\"; "
+      "ls \"$XDG_STATE_HOME/nsrun/home\"; "
+      "mkdir -p \"$npm_config_cache\" && echo warm > \"$npm_config_cache/entry\" && echo cache=ok";
+  const std::string script =
+      "set -e; T=" + shell_quote(t.path()) +
+      "; mount -t overlay o -o lowerdir=$T/l1,upperdir=$T/u1,workdir=$T/w1 $T/m1; mkdir $T/m1/l; "
+      "mount -t overlay o -o lowerdir=$T/m1/l,upperdir=$T/u2,workdir=$T/w2 $T/home; "
+      "export HOME=$T/home XDG_STATE_HOME=$T/state; " + shell_quote(nsrun_path()) + " -- sh -c " + shell_quote(inside);
+  RunOptions o = at(ws);
+  o.env = {"XDG_RUNTIME_DIR=", "XDG_CACHE_HOME="};
+  RunResult r = run({"/usr/bin/unshare", "-Urm", "sh", "-c", script}, o);
+  INFO(r.out << r.err);
+  if (r.err.find("unshare:") != std::string::npos || r.err.find("mount:") != std::string::npos)
+    unavailable("overlay in a user namespace", "the test could not stack its own overlays: " + r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("LAYER") == std::string::npos);
+  CHECK(r.out.find("other-ws") == std::string::npos);
+  CHECK_THAT(r.out, ContainsSubstring("cache=ok"));
+  // The cache is on the host, in this workspace's layer.
+  bool warm = false;
+  for (const auto& [path, what] : tree(t / "state"))
+    if (path.ends_with("/redirect/npm/entry")) warm = what.ends_with("warm\n");
+  CHECK(warm);
+  CHECK(read_file(other + "/credentials") == "LAYER-KEY\n");
+}
+
 // ---------------------------------------------------------------- --watch-writes
 
 // Hostile arguments to the watched calls: a pointer to nothing, a path
