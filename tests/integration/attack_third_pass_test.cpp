@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
@@ -534,4 +535,55 @@ os.waitpid(pid, 0)
   CHECK(::recv(accepted, buf, sizeof buf, MSG_DONTWAIT) <= 0);  // EOF (closed above): no byte came
   ::close(accepted);
   ::close(listener);
+}
+
+// ---------------------------------------------------------------- commit's exchange
+
+// commit over an existing file exchanges the names and unlinks the old one
+// (RENAME_EXCHANGE). The host puts a symlink to a file and to a directory
+// outside where the files were, and a thread keeps swapping symlinks in
+// while `commit --force` (no conflict check) runs: the exchange and the
+// unlink act on names in the workspace only, so the files outside are as
+// they were and nothing is made there.
+TEST_CASE("attack3: commit's exchange never writes through a symlink the host swaps in", "[attack3][cow]") {
+  require_userns();
+  TempDir ws("atk3-xchg"), state("atk3-xchg-state"), outside("atk3-xchg-out");
+  write_file(outside / "victim", "VICTIM\n");
+  make_dir(outside / "dir");
+  write_file(outside / "dir/keep", "KEEP\n");
+  const auto outside_before = tree(outside.path());
+  constexpr int files = 400;
+  for (int i = 0; i < files; ++i) write_file(ws / ("f" + std::to_string(i)), "old\n");
+  settle_clock();
+  RunOptions o = at(ws);
+  o.env = {"XDG_STATE_HOME=" + state.path(), "HOME=" + state.path(), "XDG_RUNTIME_DIR="};
+  RunResult r = nsrun_test::nsrun({"--workspace-mode", "cow", "--", "sh", "-c",
+                                   "for i in $(seq 0 " + std::to_string(files - 1) + "); do echo new > f$i; done"},
+                                  o);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::size_t at = r.err.find("nsrun: run ");
+  REQUIRE(at != std::string::npos);
+  const std::string id = r.err.substr(at + 11, 12);
+  // Before the commit: two of the files are links out.
+  REQUIRE(::unlink((ws / "f0").c_str()) == 0);
+  REQUIRE(::symlink((outside / "victim").c_str(), (ws / "f0").c_str()) == 0);
+  REQUIRE(::unlink((ws / "f1").c_str()) == 0);
+  REQUIRE(::symlink((outside / "dir").c_str(), (ws / "f1").c_str()) == 0);
+  // During it: a host process swaps links in over the others, by rename.
+  Process swapper({"sh", "-c",
+                   "cd " + shell_quote(ws.path()) + " && echo ready && i=2; while :; do ln -sfn " +
+                       shell_quote(outside / "victim") + " .l$i 2>/dev/null && mv -f .l$i f$i 2>/dev/null; "
+                       "i=$(( (i + 7) % " + std::to_string(files) + " )); [ $i -lt 2 ] && i=2; done"});
+  swapper.wait_for_line("ready");
+  RunResult commit = nsrun_test::nsrun({"commit", id, "--force"}, o);
+  swapper.signal(SIGKILL);
+  (void)swapper.wait();
+  INFO(commit.out << commit.err);
+  CHECK(tree(outside.path()) == outside_before);
+  CHECK(read_file(ws / "f0") == "new\n");
+  CHECK(read_link(ws / "f0").empty());
+  CHECK(read_file(ws / "f1") == "new\n");
+  // No temporary name is left behind in the workspace.
+  for (const auto& [path, what] : tree(ws.path())) CHECK(path.find(".nsrun-commit-") == std::string::npos);
 }
