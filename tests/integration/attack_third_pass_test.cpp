@@ -537,6 +537,48 @@ os.waitpid(pid, 0)
   ::close(listener);
 }
 
+// A path in a page registered with userfaultfd: nsrun's read of it (and
+// the kernel's) must not wait on a fault handler the command controls,
+// which would leave the call unanswered for ever. With --seccomp none the
+// command may make a userfaultfd; without privilege only one for
+// user-mode faults (UFFD_USER_MODE_ONLY), so the kernel's reads and
+// nsrun's process_vm_readv fault plainly (EFAULT), nothing waits.
+TEST_CASE("attack3: --watch-writes on a path in a userfaultfd page answers, never waits", "[attack3][watch-writes]") {
+  if (!python()) unavailable("python3", "python3 is not installed");
+  constexpr std::string_view script = R"PY(
+import ctypes, os, struct, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+libc.mmap.restype = ctypes.c_void_p
+fd = -1
+for flags in (os.O_CLOEXEC, os.O_CLOEXEC | 1):  # then UFFD_USER_MODE_ONLY
+    fd = libc.syscall(323, flags)
+    if fd >= 0: break
+if fd < 0: print('uffd=none'); sys.exit(0)
+libc.ioctl(fd, 0xc018aa3f, ctypes.create_string_buffer(struct.pack('QQQ', 0xAA, 0, 0), 24))  # UFFDIO_API
+page = libc.mmap(None, 4096, 3, 0x22, -1, 0)
+rc = libc.ioctl(fd, 0xc020aa00, ctypes.create_string_buffer(struct.pack('QQQQ', page, 4096, 1, 0), 32))  # REGISTER
+print('registered=%s' % (rc == 0), flush=True)
+rc = libc.syscall(257, -100, ctypes.c_void_p(page), os.O_WRONLY | os.O_CREAT, 0o644)
+print('open=%s' % ('ok' if rc >= 0 else os.strerror(ctypes.get_errno())), flush=True)
+)PY";
+  for (Rung rung : {Rung::namespaces, Rung::landlock}) {
+    DYNAMIC_SECTION((rung == Rung::namespaces ? "namespaces" : "landlock")) {
+      TempDir ws("atk3-uffd");
+      write_file(ws / "u.py", script);
+      std::vector<std::string> args = rung_options(rung);
+      args.insert(args.end(), {"--verdict", "--watch-writes", "--seccomp", "none", "--timeout", "30", "--",
+                               "/usr/bin/python3", "u.py"});
+      RunOptions o = at(ws);
+      o.timeout = 60s;
+      RunResult r = nsrun_test::nsrun(args, o);
+      INFO(r.out << r.err);
+      CHECK(r.exit_code == 0);
+      if (r.out.find("uffd=none") == std::string::npos) CHECK_THAT(r.out, ContainsSubstring("open=Bad address"));
+    }
+  }
+}
+
 // ---------------------------------------------------------------- commit's exchange
 
 // commit over an existing file exchanges the names and unlinks the old one
