@@ -317,6 +317,20 @@ TEST_CASE("attack3: another workspace's home layer is not readable from a Landlo
   CHECK(r.exit_code == 0);
   CHECK(r.out.find("LAYER") == std::string::npos);
   CHECK_THAT(r.out, ContainsSubstring("cache-ok"));
+  // --home ro, both rungs: the home as it is, the layers not.
+  for (Rung rung : {Rung::namespaces, Rung::landlock}) {
+    DYNAMIC_SECTION("--home ro " << (rung == Rung::namespaces ? "namespaces" : "landlock")) {
+      std::vector<std::string> args = rung_options(rung);
+      args.insert(args.end(), {"--home", "ro", "--", "sh", "-c",
+                               "cat ~/.bashrc; cat " + shell_quote(base) + "/*/upper/.aws/credentials " +
+                                   shell_quote(base) + "/*/upper/.npmrc 2>/dev/null; grep -rs LAYER " + shell_quote(base) +
+                                   "; true"});
+      RunResult ro = nsrun_test::nsrun(args, h.opts());
+      INFO(ro.out << ro.err);
+      CHECK(ro.exit_code == 0);
+      CHECK(ro.out == "# real\n");
+    }
+  }
 }
 
 // The same on the namespace rung where the host refuses the home's
