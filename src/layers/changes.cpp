@@ -88,6 +88,8 @@ Result<bool> same_file(int da, const std::string& a, const struct stat& sa, int 
 }
 
 Result<void> walk(int upper, int lower, const std::string& rel, std::vector<Change>& out) {
+  const WalkLevel level;
+  if (level.too_deep()) return fail(too_deep(rel));
   auto names = list_dir(upper, rel.empty() ? "." : rel);
   if (!names) return fail(names.error());
   for (const auto& name : *names) {
@@ -186,6 +188,8 @@ using Pairs = std::map<std::string, Pair>;
 // Every file of the tree `name` in `dir` (the tree itself when a file),
 // into `before` or `after`; whiteouts are skipped.
 Result<void> gather(int dir, const std::string& name, const std::string& path, bool after, Pairs& pairs) {
+  const WalkLevel level;
+  if (level.too_deep()) return fail(too_deep(path));
   struct stat st{};
   if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return fail(sys_error("stat", path));
   if (is_whiteout(dir, name, st)) return {};
@@ -300,6 +304,8 @@ bool changed_since(const struct stat& st, const struct timespec& start) {
 
 // Whether anything in the tree `name` in `dir` changed since `start`.
 bool tree_changed(int dir, const std::string& name, const struct timespec& start) {
+  const WalkLevel level;
+  if (level.too_deep()) return true;  // unknown: a conflict (fail closed)
   struct stat st{};
   if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return errno != ENOENT;
   if (changed_since(st, start)) return true;
@@ -335,6 +341,8 @@ Result<void> copy_bytes(int from, int to, const std::string& shown) {
 // a file or symlink through a temporary name and one rename, a directory
 // made and filled the same way, entry by entry.
 Result<void> install(int ud, int hd, const std::string& name, const std::string& path) {
+  const WalkLevel level;
+  if (level.too_deep()) return fail(too_deep(path));
   struct stat st{};
   if (::fstatat(ud, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return fail(sys_error("stat", path));
   if (is_whiteout(ud, name, st)) return {};

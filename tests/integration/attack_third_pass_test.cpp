@@ -643,3 +643,57 @@ TEST_CASE("attack3: commit's exchange never writes through a symlink the host sw
   // No temporary name is left behind in the workspace.
   for (const auto& [path, what] : tree(ws.path())) CHECK(path.find(".nsrun-commit-") == std::string::npos);
 }
+
+// ---------------------------------------------------------------- deep trees
+
+// The command builds its layer's trees to any depth (mkdir and chdir, one
+// level at a time). nsrun's walks on the host recursed a level a frame:
+// 30,000 levels overflowed its stack, and `nsrun commit` and `discard`
+// died with SIGSEGV half-way (discard had removed run.json, so the run was
+// neither listed nor removable). Now the walks stop at a depth with an
+// error, and remove_tree (discard, home reset) removes any depth.
+TEST_CASE("attack3: a 30000-deep tree in a layer: changes, commit, discard and home reset end cleanly (slow)",
+          "[attack3][cow][home]") {
+  require_userns();
+  if (!python()) unavailable("python3", "python3 is not installed");
+  // 30,000: the depth that crashed nsrun (in the workspace); the home's
+  // tree needs only to be deeper than the walks' limits (the same code).
+  const std::string deep = "import os, sys\nfor i in range(int(sys.argv[1])):\n    os.mkdir('d'); os.chdir('d')\n"
+                           "open('f', 'w').write('x')\nprint('deep')\n";
+  TempDir ws("atk3-deep"), state("atk3-deep-state"), home("atk3-deep-home");
+  write_file(ws / "deep.py", deep);
+  settle_clock();
+  RunOptions o = at(ws);
+  o.env = {"XDG_STATE_HOME=" + state.path(), "HOME=" + home.path(), "XDG_RUNTIME_DIR="};
+  o.timeout = 240s;
+  RunResult r = nsrun_test::nsrun({"--workspace-mode", "cow", "--home", "ro", "--", "/usr/bin/python3", "deep.py", "30000"}, o);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::size_t at = r.err.find("nsrun: run ");
+  REQUIRE(at != std::string::npos);
+  const std::string id = r.err.substr(at + 11, 12);
+  RunResult changes = nsrun_test::nsrun({"changes", id}, o);
+  CHECK(changes.exit_code == 0);
+  CHECK(changes.out == "A d/\n");
+  RunResult patch = nsrun_test::nsrun({"changes", id, "--patch"}, o);
+  CHECK(patch.exit_code == 125);
+  CHECK_THAT(patch.err, ContainsSubstring("directories deep"));
+  RunResult commit = nsrun_test::nsrun({"commit", id}, o);
+  CHECK(commit.exit_code == 1);
+  CHECK_THAT(commit.err, ContainsSubstring("directories deep"));
+  RunResult discard = nsrun_test::nsrun({"discard", id}, o);
+  CHECK(discard.exit_code == 0);
+  CHECK_FALSE(file_exists(state / ("nsrun/runs/" + id)));
+
+  // The same tree in the cow home's layer.
+  RunResult h = nsrun_test::nsrun({"--backend", "namespaces", "--", "sh", "-c", "cd ~ && /usr/bin/python3 " +
+                                                                                    shell_quote(ws / "deep.py") + " 2000"},
+                                  o);
+  INFO(h.out << h.err);
+  REQUIRE(h.exit_code == 0);
+  RunResult diff = nsrun_test::nsrun({"home", "diff"}, o);
+  CHECK(diff.exit_code == 0);
+  RunResult reset = nsrun_test::nsrun({"home", "reset"}, o);
+  CHECK(reset.exit_code == 0);
+  CHECK(tree(state / "nsrun/home").size() == 1);  // the base alone
+}
