@@ -11,6 +11,7 @@
 #include "launch/ladder.hpp"
 #include "policy/cow.hpp"
 #include "policy/env.hpp"
+#include "policy/paths.hpp"
 #include "policy/presets.hpp"
 
 namespace nsrun {
@@ -54,6 +55,11 @@ std::string existing_home_base(const Policy& policy) {
   if (::realpath(policy.layers.home_base.c_str(), real) == nullptr) return {};
   struct stat st{};
   if (::stat(real, &st) != 0 || !S_ISDIR(st.st_mode)) return {};
+  // --allow-read of it (or above it) shows it, as it shows a credential.
+  for (const auto& a : policy.allow_read) {
+    char allowed[PATH_MAX];
+    if (at_or_below(real, a) || (::realpath(a.c_str(), allowed) != nullptr && at_or_below(real, allowed))) return {};
+  }
   return real;
 }
 
