@@ -58,8 +58,13 @@ Result<void> add_path_rule(int ruleset_fd, const PathRule& rule) {
                             "resolved path)"));
     return fail(sys_error(Operation::landlock_rule, rule.path));
   }
-  bool directory = rule.directory;  // then O_DIRECTORY made sure of it
-  if (!directory) {
+  // The type decides only whether the rights are masked to the file
+  // rights: no fstat for a known directory (O_DIRECTORY made sure of it),
+  // a known non-directory (masked: fewer rights if it became a directory),
+  // or rights that are all file rights already (a device: the mask changes
+  // nothing).
+  bool directory = rule.directory;
+  if (!directory && !rule.file && (rule.access & ~fs::file_rights) != 0) {
     struct stat st{};
     if (::fstat(path.get(), &st) != 0) return fail(sys_error(Operation::stat, rule.path));
     directory = S_ISDIR(st.st_mode);

@@ -876,7 +876,7 @@ int run(const Policy& policy, const ErrorReporter& report_error, SetupDeath setu
   }
   // The ladder (launch/ladder.cpp) picks the rung and fills the report.
   const ProtectWatch protect_watch = watch_protected(policy);
-  LadderOutcome outcome = run_ladder(layers->policy(), *prepared, report);
+  LadderOutcome outcome = run_ladder(layers->policy(), *prepared, report, &protect_watch);
   layers->close();
   report.seccomp_filter = !prepared->seccomp.empty();
   if (policy.verdict)

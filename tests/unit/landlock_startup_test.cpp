@@ -51,6 +51,18 @@ TEST_CASE("Landlock plan: listed directories are marked, the rest and the hidden
   CHECK_FALSE(rule("/home/u/.ssh/"));
   CHECK_FALSE(rule("/home/u/"));
   CHECK(std::none_of(r->rules.begin(), r->rules.end(), [](const PathRule& x) { return x.path.ends_with('/') && x.path != "/"; }));
+  // Third pass: a listed non-directory is marked a file (its rights masked
+  // to the file rights, no fstat); a directory or an ancestor never is.
+  CHECK(rule("/vmlinuz")->file);
+  CHECK(rule("/home/u/.profile")->file);
+  CHECK_FALSE(rule("/usr")->file);
+  CHECK_FALSE(rule("/home/u/.cache")->file);
+  for (const char* dir : {"/", "/home", "/home/u"}) CHECK_FALSE(rule(dir)->file);
+  // The private TMPDIR, just made by mkdir: a directory, every handled right.
+  const PathRule tmp = tmpdir_rule(*r, "/tmp/nsrun-x");
+  CHECK(tmp.directory);
+  CHECK_FALSE(tmp.file);
+  CHECK(tmp.access == r->handled_fs);
 }
 
 }  // namespace
