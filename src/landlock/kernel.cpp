@@ -32,16 +32,27 @@ Result<int> kernel_abi() {
   return abi;
 }
 
-Result<Fd> build(const Ruleset& r) {
+Result<Fd> open_ruleset(const Ruleset& r) {
   RulesetAttr attr;
   attr.handled_access_fs = r.handled_fs;
   attr.handled_access_net = r.handled_net;
   attr.scoped = r.scoped;
   Fd ruleset(create_ruleset(&attr, sizeof attr, 0));
   if (!ruleset) return fail(sys_error(Operation::landlock_create));
-  for (const PathRule& rule : r.rules)
-    if (auto added = add_path_rule(ruleset.get(), rule); !added) return fail(added.error());
   return ruleset;
+}
+
+Result<void> add_rules(int ruleset_fd, const Ruleset& r) {
+  for (const PathRule& rule : r.rules)
+    if (auto added = add_path_rule(ruleset_fd, rule); !added) return fail(added.error());
+  return {};
+}
+
+Result<Fd> build(const Ruleset& r) {
+  auto ruleset = open_ruleset(r);
+  if (!ruleset) return fail(ruleset.error());
+  if (auto added = add_rules(ruleset->get(), r); !added) return fail(added.error());
+  return std::move(*ruleset);
 }
 
 Result<void> add_path_rule(int ruleset_fd, const PathRule& rule) {

@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "landlock/abi.hpp"
 #include "landlock/kernel.hpp"
@@ -109,6 +111,47 @@ TEST_CASE("landlock plan: the protected-path refusal never trusts a scan made fo
   // Nothing protected in the other workspace: usable, with or without a scan.
   CHECK(nsrun::landlock::assess(q, &of_other).reason.empty());
   CHECK(nsrun::landlock::assess(q).reason.empty());
+}
+
+// nsrun adds the ruleset's rules while the supervisor starts; the command
+// may start only once every rule is in ('R' on the socket). A rule that
+// fails then (a writable root through a symlink: nsrun opens it through
+// none) must leave nothing run and no private TMPDIR behind. Were the
+// supervisor not to wait, the command would print its line here.
+TEST_CASE("landlock plan: a rule failing after the supervisor started runs nothing and leaves no TMPDIR",
+          "[landlock][startup]") {
+  require_landlock();
+  TempDir ws("llplan-ws");
+  TempDir holder("llplan-hold");
+  TempDir base("llplan-tmp");
+  make_dir(holder / "real");
+  REQUIRE(::symlink((holder / "real").c_str(), (holder / "link").c_str()) == 0);
+  RunOptions opts = at(ws);
+  opts.env.push_back("TMPDIR=" + base.path());
+  RunResult r = nsrun_test::nsrun({"--backend", "landlock", "--home", "ro", "--writable", holder / "link", "--", "sh", "-c",
+                       "echo RAN; echo x > " + holder / "real/ran"},
+                      opts);
+  INFO(r.err);
+  CHECK(r.exit_code == 125);
+  CHECK(r.err.find("a symlink in the path") != std::string::npos);
+  CHECK(r.out.find("RAN") == std::string::npos);
+  CHECK_FALSE(file_exists(holder / "real/ran"));
+  DIR* d = ::opendir(base.path().c_str());
+  REQUIRE(d != nullptr);
+  std::vector<std::string> left;
+  while (dirent* e = ::readdir(d))
+    if (std::string_view(e->d_name) != "." && std::string_view(e->d_name) != "..") left.emplace_back(e->d_name);
+  ::closedir(d);
+  CHECK(left.empty());
+
+  // The same launch with the resolved path runs, and its TMPDIR goes too.
+  RunResult ok = nsrun_test::nsrun({"--backend", "landlock", "--home", "ro", "--writable", holder / "real", "--", "sh", "-c",
+                        "echo RAN; echo x > " + holder / "real/ran"},
+                       opts);
+  INFO(ok.err);
+  CHECK(ok.exit_code == 0);
+  CHECK(ok.out.find("RAN") != std::string::npos);
+  CHECK(file_exists(holder / "real/ran"));
 }
 
 }  // namespace
