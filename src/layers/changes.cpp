@@ -96,6 +96,8 @@ struct Seen {
 };
 
 Result<void> walk(int upper, int lower, const std::string& rel, std::vector<Change>& out, std::vector<Seen>* seen) {
+  const WalkLevel level;
+  if (level.too_deep()) return fail(too_deep(rel));
   auto names = list_dir(upper, rel.empty() ? "." : rel);
   if (!names) return fail(names.error());
   for (const auto& name : *names) {
@@ -198,6 +200,8 @@ using Pairs = std::map<std::string, Pair>;
 // Every file of the tree `name` in `dir` (the tree itself when a file),
 // into `before` or `after`; whiteouts are skipped.
 Result<void> gather(int dir, const std::string& name, const std::string& path, bool after, Pairs& pairs) {
+  const WalkLevel level;
+  if (level.too_deep()) return fail(too_deep(path));
   struct stat st{};
   if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return fail(sys_error("stat", path));
   if (is_whiteout(dir, name, st)) return {};
@@ -312,6 +316,8 @@ bool changed_since(const struct stat& st, const struct timespec& start) {
 
 // Whether anything in the tree `name` in `dir` changed since `start`.
 bool tree_changed(int dir, const std::string& name, const struct timespec& start) {
+  const WalkLevel level;
+  if (level.too_deep()) return true;  // unknown: a conflict (fail closed)
   struct stat st{};
   if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return errno != ENOENT;
   if (changed_since(st, start)) return true;
@@ -358,6 +364,8 @@ std::string temp_name() {
 // when the caller has it.
 Result<void> install(int ud, int hd, const std::string& name, const std::string& path,
                      const struct stat* known = nullptr) {
+  const WalkLevel level;
+  if (level.too_deep()) return fail(too_deep(path));
   struct stat st{};
   if (known) st = *known;
   else if (::fstatat(ud, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return fail(sys_error("stat", path));
@@ -376,6 +384,12 @@ Result<void> install(int ud, int hd, const std::string& name, const std::string&
     return {};
   }
   const std::string tmp = temp_name();
+  // No setuid or setgid bit on what commit installs: the command set them
+  // in its layer (as root inside, or as the user), and the file it makes
+  // here is the caller's, so the bits would hand the caller's uid (root's,
+  // for a root caller) to whoever runs it (attack review, third pass). The
+  // kernel drops them on a write by anyone but root for the same reason.
+  const mode_t mode = st.st_mode & 07777 & ~mode_t{S_ISUID | S_ISGID};
   if (S_ISLNK(st.st_mode)) {
     auto target = read_link_at(ud, name, path);
     if (!target) return fail(target.error());
@@ -386,7 +400,7 @@ Result<void> install(int ud, int hd, const std::string& name, const std::string&
     Fd to(::openat(hd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (!to) return fail(sys_error("create", path));
     auto r = copy_bytes(from.get(), to.get(), path);
-    if (r && ::fchmod(to.get(), st.st_mode & 07777) != 0) r = fail(sys_error("chmod", path));
+    if (r && ::fchmod(to.get(), mode) != 0) r = fail(sys_error("chmod", path));
     if (r) {
       const struct timespec times[2] = {st.st_atim, st.st_mtim};
       (void)::futimens(to.get(), times);
@@ -396,7 +410,7 @@ Result<void> install(int ud, int hd, const std::string& name, const std::string&
       return r;
     }
   } else if (S_ISFIFO(st.st_mode)) {
-    if (::mkfifoat(hd, tmp.c_str(), st.st_mode & 07777) != 0) return fail(sys_error("mkfifo", path));
+    if (::mkfifoat(hd, tmp.c_str(), mode) != 0) return fail(sys_error("mkfifo", path));
   } else {
     return fail(Error{"commit", EPERM, path, "a device or socket (nsrun commits files, symlinks and directories)"});
   }
@@ -435,7 +449,7 @@ Result<void> install(int ud, int hd, const std::string& name, const std::string&
 
 // Whether the layer's regular file `name` (stat `st`) may be moved into a
 // host directory (stat `dir`) instead of copied, with the same result a
-// copy gives: the caller's file with one link (a second would tie the
+// copy gives: the caller's file with one link and no set-ID bit (a second would tie the
 // workspace to the layer), in a directory that would not give a copy
 // another group (set-group-ID), and no xattr but overlayfs's bookkeeping,
 // which is removed here (a copy carries no xattr; a file capability, an
@@ -445,6 +459,8 @@ bool movable(int ud, const std::string& name, const struct stat& st, const struc
   static const uid_t uid = ::geteuid();
   static const gid_t gid = ::getegid();
   if (!S_ISREG(st.st_mode) || st.st_nlink != 1 || st.st_uid != uid || st.st_gid != gid) return false;
+  // A setuid or setgid bit: install() copies without it; a move would keep it.
+  if (st.st_mode & (S_ISUID | S_ISGID)) return false;
   if ((dir.st_mode & S_ISGID) && dir.st_gid != st.st_gid) return false;
   const std::string at = fmt::format("/proc/self/fd/{}/{}", ud, name);
   char names[4096];
