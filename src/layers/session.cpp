@@ -20,12 +20,18 @@ constexpr std::string_view work_prefix = "work-";
 
 // The upper directory is the overlay's root: it lends the merged
 // directory its mode (and, for root, its owner), so it copies the real one.
+// (The real directory is read only when the upper one is new: a launch on
+// an existing layer makes one failed mkdir here, nothing else.)
 Result<void> make_upper(int parent, const std::string& shown, const std::string& real_dir) {
-  struct stat real{};
-  if (::stat(real_dir.c_str(), &real) != 0) return fail(sys_error("stat", real_dir));
   if (::mkdirat(parent, "upper", 0700) != 0) {
     if (errno != EEXIST) return fail(sys_error("mkdir", shown + "/upper"));
     return {};
+  }
+  struct stat real{};
+  if (::stat(real_dir.c_str(), &real) != 0) {
+    const int err = errno;
+    (void)::unlinkat(parent, "upper", AT_REMOVEDIR);  // made again, with the mode, next time
+    return fail(sys_error("stat", real_dir, err));
   }
   if (::fchmodat(parent, "upper", real.st_mode & 07777, 0) != 0) return fail(sys_error("chmod", shown + "/upper"));
   if (::geteuid() == 0) (void)::fchownat(parent, "upper", real.st_uid, real.st_gid, AT_SYMLINK_NOFOLLOW);

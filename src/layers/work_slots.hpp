@@ -7,13 +7,17 @@
 // Why this is safe:
 // - overlayfs must never have two mounts on one work directory (each
 //   empties `work/work` when it mounts; with index=off the kernel only
-//   warns). The lock is taken before the mount and held by nsrun (and by
-//   the sandbox's PID 1, which inherits the descriptor) until the sandbox
-//   is gone, so a launch only ever takes a slot no live launch holds; a
-//   locked slot is skipped, never waited for.
+//   warns). The lock is taken before the mount and held by nsrun until
+//   its sandbox is gone (PID 1 drops its inherited copy after the mounts),
+//   so a launch only ever takes a slot no live launch holds; a locked
+//   slot is skipped, never waited for.
 // - A launch killed at any moment (nsrun and its PID 1) releases its lock
 //   with its last descriptor: the slot is free for the next launch, and
-//   the kernel empties its `work/work` at the next mount.
+//   the kernel empties its `work/work` at the next mount. (Between a killed
+//   nsrun's death and its PID 1's, a new launch may take the slot while the
+//   dying overlay exists: a copy-up in flight in the dying sandbox can then
+//   fail; the kernel's temporary names come from one global counter, so
+//   the new mount is not affected. docs/hardening.md.)
 // - What the kernel cannot empty (it cleans one level of directories
 //   below `work/work`; anything deeper makes it mount the layer read-only)
 //   is removed first: a slot whose `work/work` has a subdirectory is

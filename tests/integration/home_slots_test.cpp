@@ -251,3 +251,30 @@ TEST_CASE("cow home: a slot the kernel would not clean is cleaned before the mou
   REQUIRE(::chmod(work.c_str(), 0700) == 0);
   CHECK(run({"ls", "-A", work}).out.empty());
 }
+
+// The issue's benchmark: `nsrun bench` has a home-cow row, the default
+// launch on one layer of its own (nsrun-bench), measured against
+// workspace-write with the home read-only (no layer of its own). No figure
+// is asserted.
+TEST_CASE("nsrun bench: the home-cow row runs the copy-on-write home on the nsrun-bench layer; workspace-write "
+          "makes no layer",
+          "[bench][home][slots]") {
+  require_userns();
+  TempDir state("slot-bench-state");
+  RunOptions o;
+  o.env = {"XDG_STATE_HOME=" + state.path()};
+  o.timeout = 60s;
+  RunResult ws = nsrun({"bench", "-n", "2", "--warmup", "1", "--rows", "workspace-write"}, o);
+  INFO(ws.out << ws.err);
+  REQUIRE(ws.exit_code == 0);
+  CHECK(!file_exists(state / "nsrun/home"));
+  RunResult r = nsrun({"bench", "-n", "2", "--warmup", "1", "--rows", "workspace-write,home-cow"}, o);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("nsrun home-cow") != std::string::npos);
+  CHECK(r.out.find("nsrun workspace-write") != std::string::npos);
+  RunResult list = run({"ls", "-A", state / "nsrun/home"});
+  CHECK(list.out == "nsrun-bench\n");
+  CHECK(file_exists(state / "nsrun/home/nsrun-bench/upper"));
+  CHECK(file_exists(state / "nsrun/home/nsrun-bench/work-0"));
+}
