@@ -73,7 +73,7 @@ std::optional<unsigned> work_slot_index(std::string_view name) {
 
 Result<WorkSlot> take_work_slot(int layer, const std::string& shown) {
   bool made = false;
-  unsigned retries = 0;
+  unsigned retries = 0;  // for this slot number: made or replaced under us
   for (unsigned i = 0; i < max_slots;) {
     const std::string name = work_slot_name(i);
     const std::string path = shown + "/" + name;
@@ -82,6 +82,7 @@ Result<WorkSlot> take_work_slot(int layer, const std::string& shown) {
       // Anything but a missing slot (a symlink or a file there: not
       // nsrun's) is refused; the layer directory is the caller's, 0700.
       if (errno != ENOENT) return fail(sys_error("open", path));
+      if (++retries > 64) return fail(Error{"lock", EAGAIN, path, "the work slot keeps being removed"});
       if (::mkdirat(layer, name.c_str(), 0700) != 0 && errno != EEXIST) return fail(sys_error("mkdir", path));
       made = true;
       continue;  // opened (and locked) like any other slot
@@ -89,6 +90,7 @@ Result<WorkSlot> take_work_slot(int layer, const std::string& shown) {
     if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
       if (errno != EWOULDBLOCK) return fail(sys_error("lock", path));
       ++i;  // a live launch holds it
+      retries = 0;
       continue;
     }
     // Locked, but is it still the slot of that name? The last user of an
