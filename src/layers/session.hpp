@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "layers/work_slots.hpp"
 #include "policy/policy.hpp"
 #include "sys/error.hpp"
-#include "layers/work_slots.hpp"
 #include "sys/fd.hpp"
 
 namespace nsrun::layers {

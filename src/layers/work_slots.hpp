@@ -4,7 +4,8 @@
 // it, reused rather than made and removed per launch (a mkdir, a rename and
 // a removal walk fewer on the launch's path; docs/bench.md).
 //
-// Why this is safe:
+// Why this is safe (`work/work` below is the slot's `work` subdirectory,
+// the one overlayfs makes and uses):
 // - overlayfs must never have two mounts on one work directory (each
 //   empties `work/work` when it mounts; with index=off the kernel only
 //   warns). The lock is taken before the mount and held by nsrun until
