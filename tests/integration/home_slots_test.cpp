@@ -278,3 +278,36 @@ TEST_CASE("nsrun bench: the home-cow row runs the copy-on-write home on the nsru
   CHECK(file_exists(state / "nsrun/home/nsrun-bench/upper"));
   CHECK(file_exists(state / "nsrun/home/nsrun-bench/work-0"));
 }
+
+// The kernel's fallback when it cannot empty a work directory is to mount
+// the layer read-only, with only a kernel log line. A writable layer asked
+// for and mounted read-only must be the overlay refused, said as such
+// (the home's fallback: read-only, caches redirected), never a home that is
+// silently read-only. An immutable file in work/work (only root can make
+// one) is something neither the kernel nor nsrun can remove.
+TEST_CASE("cow home: a layer the kernel would mount only read-only is the overlay refused, stated; the real home "
+          "untouched",
+          "[home][cow][slots]") {
+  require_userns();
+  if (::geteuid() != 0) unavailable("chattr +i", "only root can make a file immutable");
+  Layer l;
+  write_file(l.home / ".bashrc", "# real\n");
+  RunResult first = nsrun({"--home", "cow", "--home-layer", "slots", "--", "true"}, l.opts());
+  REQUIRE(first.exit_code == 0);
+  const std::string work = l.dir() + "/work-0/work";
+  REQUIRE(::chmod(work.c_str(), 0700) == 0);
+  write_file(work + "/stuck", "");
+  RunResult attr = run({"chattr", "+i", work + "/stuck"});
+  if (attr.exit_code != 0) unavailable("chattr +i", "this file system refused it: " + attr.err);
+  RunResult r = nsrun({"--home", "cow", "--home-layer", "slots", "--", "sh", "-c",
+                       "echo x >> ~/.bashrc 2>/dev/null && echo wrote; echo \"$XDG_CACHE_HOME\""},
+                      l.opts());
+  run({"chattr", "-i", work + "/stuck"});
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("wrote") == std::string::npos);
+  CHECK(r.out.find(l.dir() + "/redirect") != std::string::npos);
+  CHECK(r.err.find("no overlay for the home here (overlay-unavailable") != std::string::npos);
+  CHECK(r.err.find("read-only") != std::string::npos);
+  CHECK(read_file(l.home / ".bashrc") == "# real\n");
+}
