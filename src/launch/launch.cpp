@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <climits>
-#include <utility>
 
 #include <fmt/format.h>
 
@@ -529,7 +528,6 @@ LaunchOutcome run_namespaces(Prepared& p) {
   channel->child.reset();
   if (words) words->child.reset();
   p.words_fd = -1;
-  if (p.beside_setup) std::exchange(p.beside_setup, nullptr)();
   LaunchOutcome result;
   if (!egress_pair) {
     result = supervise(child, channel->parent.get(), p, original_mask, "PID 1");
@@ -861,7 +859,6 @@ int run(const Policy& policy, const ErrorReporter& report_error, SetupDeath setu
   auto prepared = prepare(layers->policy());
   if (!prepared) return finish(prepared.error().exit_code(), prepared.error());
   prepared->setup_death_as_status = setup_death == SetupDeath::as_status;
-  prepared->beside_setup = [&layers] { layers->remove_set_aside(); };
   report.proc = prepared->plan.proc;
   if (policy.mode == Mode::full_access) {
     report.rung = "unconfined";

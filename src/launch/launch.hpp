@@ -83,10 +83,6 @@ struct Prepared {
   // "set-up" (nsrun's way), or, as bwrap does, its status passed on
   // silently as the command's (SetupDeath::as_status).
   bool setup_death_as_status = false;
-  // Host-side work nsrun does while PID 1 builds the sandbox (right after
-  // the namespace rung's clone, once): the home layer's set-aside work
-  // directory is removed there (layers/work_slots.hpp).
-  std::function<void()> beside_setup;
 };
 
 Result<Prepared> prepare(const Policy& policy);

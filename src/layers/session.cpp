@@ -141,10 +141,6 @@ Result<void> Session::open_home_layer() {
   return {};
 }
 
-void Session::remove_set_aside() {
-  if (home_slot_) layers::remove_set_aside(home_dir_.get(), *home_slot_, home_shown_);
-}
-
 void Session::close() {
   // The run layer's work directory stays (unlocked) until the caller
   // removes the run (`nsrun discard`): no other launch ever mounts this layer,

@@ -49,10 +49,6 @@ class Session {
   // `nsrun discard`.
   void close();
 
-  // While PID 1 builds the sandbox: the home layer's set-aside work
-  // directory goes (layers/work_slots.hpp); close() does it otherwise.
-  void remove_set_aside();
-
   Session(Session&&) = default;
   Session& operator=(Session&&) = default;
   ~Session() { close(); }

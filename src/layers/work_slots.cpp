@@ -14,7 +14,6 @@ namespace nsrun::layers {
 namespace {
 
 constexpr std::string_view slot_prefix = "work-";
-constexpr const char* aside_dir = "aside";
 // Far more launches at once than a machine runs; past it something is
 // wrong (a loop of slots that vanish under us), and the launch stops.
 constexpr unsigned max_slots = 4096;
@@ -53,49 +52,6 @@ Result<void> clear_deep_work(int slot, const std::string& shown) {
   }
   if (S_ISDIR(st.st_mode) && st.st_nlink <= 2) return {};
   return remove_tree(slot, "work", shown + "/work");
-}
-
-// The layer's `aside` directory, made when missing, opened through no
-// symlink.
-Result<Fd> open_aside(int layer, const std::string& shown, bool create) {
-  Fd fd(::openat(layer, aside_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!fd && errno == ENOENT && create) {
-    if (::mkdirat(layer, aside_dir, 0700) != 0 && errno != EEXIST) return fail(sys_error("mkdir", shown + "/" + aside_dir));
-    fd.reset(::openat(layer, aside_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  }
-  if (!fd) return fail(sys_error("open", shown + "/" + aside_dir));
-  return fd;
-}
-
-// Moves the slot's `work` (overlayfs's work/work, after a clean unmount an
-// empty directory) to aside/<index>. Replacing an empty directory there (a
-// set-aside a killed launch did not remove) is part of the rename; one with
-// something in it is removed first. Nothing to move: nothing done.
-Result<bool> set_aside(int layer, int slot, unsigned index, const std::string& shown) {
-  struct stat st{};
-  if (::fstatat(slot, "work", &st, AT_SYMLINK_NOFOLLOW) != 0) {
-    if (errno == ENOENT) return false;  // a new slot, or one only the Landlock rung used
-    return fail(sys_error("stat", shown + "/work"));
-  }
-  auto aside = open_aside(layer, shown, true);
-  if (!aside) return fail(aside.error());
-  const std::string name = std::to_string(index);
-  const std::string target = shown + "/" + aside_dir + "/" + name;
-  for (int tries = 0; tries < 3; ++tries) {
-    if (::renameat(slot, "work", aside->get(), name.c_str()) == 0) return true;
-    // A directory moved to another parent needs write permission on itself
-    // (its ".." changes), and overlayfs leaves work/work at mode 0: the
-    // caller's own directory, opened up (root needs no such step).
-    if (errno == EACCES && S_ISDIR(st.st_mode) && (st.st_mode & 0700) != 0700) {
-      if (::fchmodat(slot, "work", 0700, 0) != 0) return fail(sys_error("chmod", shown + "/work"));
-      st.st_mode |= 0700;
-      continue;
-    }
-    if (errno != ENOTEMPTY && errno != EEXIST && errno != ENOTDIR && errno != EISDIR)
-      return fail(sys_error("rename", target));
-    if (auto r = remove_tree(aside->get(), name, target); !r) return fail(r.error());
-  }
-  return fail(Error{"rename", EAGAIN, target, "the set-aside work directory keeps coming back"});
 }
 
 }  // namespace
@@ -149,29 +105,14 @@ Result<WorkSlot> take_work_slot(int layer, const std::string& shown) {
     }
     if (held.st_uid != ::geteuid()) return fail(Error{"lock", EPERM, path, "a work slot the caller does not own"});
     if (auto r = clear_deep_work(fd.get(), path); !r) return fail(r.error());
-    auto aside = set_aside(layer, fd.get(), i, path);
-    if (!aside) return fail(aside.error());
     if (made) remove_leftovers(layer, shown);
-    return WorkSlot{std::move(fd), name, i, *aside};
+    return WorkSlot{std::move(fd), name, i};
   }
   return fail(Error{"lock", EAGAIN, shown, fmt::format("all {} work slots are in use", max_slots)});
 }
 
-void remove_set_aside(int layer, WorkSlot& slot, const std::string& shown) {
-  if (!slot.set_aside) return;
-  slot.set_aside = false;
-  auto aside = open_aside(layer, shown, false);
-  if (!aside) return;
-  const std::string name = std::to_string(slot.index);
-  // Empty after a clean unmount: one rmdir. Anything else (a host crash in
-  // the middle of a copy-up) goes whole.
-  if (::unlinkat(aside->get(), name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT)
-    (void)remove_tree(aside->get(), name, shown + "/" + aside_dir + "/" + name);
-}
-
 void release_work_slot(int layer, WorkSlot& slot, const std::string& shown) {
   if (!slot.lock) return;
-  remove_set_aside(layer, slot, shown);
   if (!slot.kept()) (void)remove_tree(layer, slot.name, shown + "/" + slot.name);
   slot.lock.reset();
 }

@@ -52,30 +52,15 @@ struct WorkSlot {
   Fd lock;  // the slot directory, flock()ed (LOCK_EX) while the sandbox lives
   std::string name;
   unsigned index = 0;
-  bool set_aside = false;  // its old `work` waits in the layer's `aside/<index>`
   bool kept() const { return index < kept_work_slots; }
 };
 
 // Takes the lowest free slot in the layer directory `layer` (an fd of it;
-// `shown` names it in errors), making it when missing (mode 0700), and
-// moves the `work/work` an earlier mount left in it aside, to the layer's
-// `aside/<index>`.
-//
-// Why aside: overlayfs removes and makes `work/work` again on every mount,
-// and removing a directory frees its block, the one step of the launch that
-// waits on the file system's journal (milliseconds on a busy disk,
-// docs/bench.md). A rename frees nothing; the removal then runs on nsrun's
-// side while PID 1 builds the sandbox (remove_set_aside(), from the
-// launch's beside_setup hook), or at release at the latest. The mount
-// itself always finds a work directory without `work/work`, as a fresh one.
+// `shown` names it in errors), making it when missing (mode 0700).
 Result<WorkSlot> take_work_slot(int layer, const std::string& shown);
 
-// Removes the directory take_work_slot() set aside, once (best effort:
-// what cannot be removed now waits for the slot's next launch).
-void remove_set_aside(int layer, WorkSlot& slot, const std::string& shown);
-
-// After the run: what was set aside goes if it has not; an overflow slot
-// is removed (under its lock); a kept one is only unlocked.
+// After the run: an overflow slot is removed (under its lock); a kept
+// one is only unlocked.
 void release_work_slot(int layer, WorkSlot& slot, const std::string& shown);
 
 }  // namespace nsrun::layers

@@ -43,20 +43,14 @@ struct Layer {
     return {nsrun_path(), "--home", "cow", "--home-layer", "slots", "--", "sh", "-c", script};
   }
   std::string dir() const { return state / "nsrun/home/slots"; }
-  // The layer directory's entries but its upper, redirect and aside
-  // directories.
-  std::vector<std::string> slots() const { return names(dir(), {"upper", "redirect", "aside"}); }
-  // What waits in aside/ for its removal: nothing once no launch runs.
-  std::vector<std::string> aside() const {
-    return file_exists(dir() + "/aside") ? names(dir() + "/aside", {}) : std::vector<std::string>{};
-  }
-  static std::vector<std::string> names(const std::string& path, const std::vector<std::string>& skip) {
+  // The layer directory's entries but its upper and redirect directories.
+  std::vector<std::string> slots() const {
     std::vector<std::string> out;
-    DIR* d = ::opendir(path.c_str());
+    DIR* d = ::opendir(dir().c_str());
     REQUIRE(d != nullptr);
     while (dirent* e = ::readdir(d)) {
       const std::string n = e->d_name;
-      if (n != "." && n != ".." && std::find(skip.begin(), skip.end(), n) == skip.end()) out.push_back(n);
+      if (n != "." && n != ".." && n != "upper" && n != "redirect") out.push_back(n);
     }
     ::closedir(d);
     std::sort(out.begin(), out.end());
@@ -148,13 +142,9 @@ TEST_CASE("cow home: concurrent launches on one layer each hold a work slot of t
   const auto after = l.slots();
   CHECK(after == slot_names(kept_slots));
   for (const auto& s : after) CHECK(!locked(l.dir() + "/" + s));
-  // Each slot's old work/work, set aside before its mount, was removed
-  // before its launch ended.
-  CHECK(l.aside().empty());
   RunResult next = nsrun({"--home", "cow", "--home-layer", "slots", "--", "cat", l.home / "from-3"}, l.opts());
   CHECK(next.out == "3\n3\n");
   CHECK(l.slots() == slot_names(kept_slots));
-  CHECK(l.aside().empty());
 }
 
 TEST_CASE("cow home: a launch killed with SIGKILL (nsrun and its PID 1) leaves its slot free for the next; "
@@ -205,19 +195,11 @@ TEST_CASE("cow home: a launch killed with SIGKILL (nsrun and its PID 1) leaves i
     CHECK(s.starts_with("work-"));
     CHECK(std::stoul(s.substr(5)) < kept_slots);
   }
-  // A killed launch may leave its set-aside work/work (one name per slot,
-  // aside/<n>, replaced by the slot's next launch): never more than one
-  // per slot.
-  for (const auto& a : l.aside()) {
-    INFO(a);
-    CHECK(std::stoul(a) < kept_slots);
-  }
   RunResult r = nsrun({"--home", "cow", "--home-layer", "slots", "--", "sh", "-c", "echo z > ~/ok && cat ~/ok"},
                       l.opts());
   INFO(r.err);
   CHECK(r.exit_code == 0);
   CHECK(r.out == "z\n");
-  CHECK(!file_exists(l.dir() + "/aside/0"));
 }
 
 TEST_CASE("cow home: a slot the kernel would not clean is cleaned before the mount (the home stays writable); "
@@ -258,8 +240,9 @@ TEST_CASE("cow home: a slot the kernel would not clean is cleaned before the mou
   CHECK(left.out.empty());
   CHECK(l.slots() == slot_names(1));
 
-  // Level-one junk alone (a file): set aside with work/work and removed
-  // whole, so the kernel always mounts on a slot without work/work.
+  // Level-one junk alone (a file): the kernel's own cleaning, which the
+  // reuse relies on; if it stopped, the layer would mount read-only and
+  // this launch would not write.
   write_file(work + "/file", "junk\n");
   RunResult again = nsrun({"--home", "cow", "--home-layer", "slots", "--", "sh", "-c", "echo 3 >> ~/f && cat ~/f"},
                           l.opts());
@@ -267,7 +250,6 @@ TEST_CASE("cow home: a slot the kernel would not clean is cleaned before the mou
   CHECK(again.out == "1\n2\n3\n");
   REQUIRE(::chmod(work.c_str(), 0700) == 0);
   CHECK(run({"ls", "-A", work}).out.empty());
-  CHECK(l.aside().empty());
 }
 
 // The issue's benchmark: `nsrun bench` has a home-cow row, the default
@@ -301,8 +283,8 @@ TEST_CASE("nsrun bench: the home-cow row runs the copy-on-write home on the nsru
 // the layer read-only, with only a kernel log line. A writable layer asked
 // for and mounted read-only must be the overlay refused, said as such
 // (the home's fallback: read-only, caches redirected), never a home that is
-// silently read-only. A slot directory made immutable (only root can),
-// with no work/work in it, is one the kernel cannot make work/work in.
+// silently read-only. An immutable file in work/work (only root can make
+// one) is something neither the kernel nor nsrun can remove.
 TEST_CASE("cow home: a layer the kernel would mount only read-only is the overlay refused, stated; the real home "
           "untouched",
           "[home][cow][slots]") {
@@ -312,15 +294,15 @@ TEST_CASE("cow home: a layer the kernel would mount only read-only is the overla
   write_file(l.home / ".bashrc", "# real\n");
   RunResult first = nsrun({"--home", "cow", "--home-layer", "slots", "--", "true"}, l.opts());
   REQUIRE(first.exit_code == 0);
-  const std::string slot = l.dir() + "/work-0";
-  REQUIRE(::chmod((slot + "/work").c_str(), 0700) == 0);
-  REQUIRE(::rmdir((slot + "/work").c_str()) == 0);
-  RunResult attr = run({"chattr", "+i", slot});
+  const std::string work = l.dir() + "/work-0/work";
+  REQUIRE(::chmod(work.c_str(), 0700) == 0);
+  write_file(work + "/stuck", "");
+  RunResult attr = run({"chattr", "+i", work + "/stuck"});
   if (attr.exit_code != 0) unavailable("chattr +i", "this file system refused it: " + attr.err);
   RunResult r = nsrun({"--home", "cow", "--home-layer", "slots", "--", "sh", "-c",
                        "echo x >> ~/.bashrc 2>/dev/null && echo wrote; echo \"$XDG_CACHE_HOME\""},
                       l.opts());
-  run({"chattr", "-i", slot});
+  run({"chattr", "-i", work + "/stuck"});
   INFO(r.out << r.err);
   CHECK(r.exit_code == 0);
   CHECK(r.out.find("wrote") == std::string::npos);
