@@ -234,14 +234,23 @@ bool needs_staging(const std::vector<MountStep>& steps) {
   return false;
 }
 
-// Whether `fd` is the root of the mount `root` is the root of: a recursive
-// clone of it takes along whatever is stacked on that directory.
-bool same_mount_root(int fd, int root) {
-  struct statx a{}, b{};
-  if (::statx(fd, "", AT_EMPTY_PATH, STATX_INO | STATX_MNT_ID, &a) != 0) return false;
-  if (::statx(root, "", AT_EMPTY_PATH, STATX_INO | STATX_MNT_ID, &b) != 0) return false;
-  return a.stx_mnt_id == b.stx_mnt_id && a.stx_ino == b.stx_ino && a.stx_dev_major == b.stx_dev_major &&
-         a.stx_dev_minor == b.stx_dev_minor;
+// Which mount and inode an fd names. For the host's root, asked once per
+// build: an fd names the same object for as long as it is open.
+std::optional<struct statx> mount_identity(int fd) {
+  struct statx a{};
+  if (::statx(fd, "", AT_EMPTY_PATH, STATX_INO | STATX_MNT_ID, &a) != 0) return std::nullopt;
+  return a;
+}
+
+// Whether `fd` is the root of the mount `root` (its identity) is the root
+// of: a recursive clone of it takes along whatever is stacked on that
+// directory.
+bool same_mount_root(int fd, const std::optional<struct statx>& root) {
+  const auto a = mount_identity(fd);
+  if (!a || !root) return false;
+  const struct statx& b = *root;
+  return a->stx_mnt_id == b.stx_mnt_id && a->stx_ino == b.stx_ino && a->stx_dev_major == b.stx_dev_major &&
+         a->stx_dev_minor == b.stx_dev_minor;
 }
 
 // Assembles the new root. Where it sits while built:
@@ -496,7 +505,7 @@ class RootBuilder {
     // (needs_staging()); a path that reaches "/" another way is refused
     // rather than bound with the wrong contents.
     const bool on_root = relative(s.dest) == ".";
-    if (!staging_ && root_ && same_mount_root(src.get(), host_.get())) {
+    if (!staging_ && root_ && same_mount_root(src.get(), host_identity())) {
       if (!on_root)
         return fail(sys_error(Operation::bind, s.source, EINVAL, "the host's / bound elsewhere than / must be named \"/\""));
       if (::umount2("/", MNT_DETACH) != 0) return fail(sys_error(Operation::detach, "previous new root"));
@@ -691,6 +700,11 @@ class RootBuilder {
     return fresh(s, s.no_symlinks ? Operation::mount_layer : Operation::mount_fs, "overlay", options);
   }
 
+  const std::optional<struct statx>& host_identity() {
+    if (!host_identity_) host_identity_ = mount_identity(host_.get());
+    return *host_identity_;
+  }
+
   // Directories nsrun just made empty (the root of each tmpfs it mounted),
   // each with an fd, while nothing can have covered them (attaching()): a
   // destination there is created straight away, without a lookup first
@@ -703,6 +717,7 @@ class RootBuilder {
   Fd host_;     // the host's root
   Fd root_;     // the top of the new root; invalid until a step makes one
   std::string host_prefix_;
+  std::optional<std::optional<struct statx>> host_identity_;  // host_'s, once asked
   unsigned data_files_ = 0;
   unsigned overlays_ = 0;
 };

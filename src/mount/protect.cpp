@@ -154,6 +154,7 @@ Result<void> protect_path(int root, int host, const MountStep& s, ProtectRoot& l
   // for all the protect steps of one root.
   if (last.source != s.source || !last.top) {
     last.source = s.source;
+    last.walker = ProtectWalker();
     last.top = Fd(sys::openat2(root, relative(s.source).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC, 0,
                                RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS));
   }
@@ -172,7 +173,7 @@ Result<void> protect_path(int root, int host, const MountStep& s, ProtectRoot& l
     }
   } pinner;
   pinner.path = s.dest;
-  auto walk = walk_protected(top.get(), s.data, &pinner);
+  auto walk = last.walker.walk(top.get(), s.data, &pinner);
   if (!walk) return fail(walk.error());
   switch (walk->decision.state) {
     case ProtectState::read_only: return read_only_on_itself(walk->at.get(), s.dest);
