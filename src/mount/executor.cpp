@@ -178,6 +178,19 @@ Result<void> set_attrs(int mnt, uint64_t attrs, std::string_view path) {
   return {};
 }
 
+// A clone of the tree at `src` (with what is mounted below it when
+// `recursive`), `attrs` set on it: one system call where the kernel has
+// open_tree_attr. Errors as the two calls gave them: the clone's names the
+// source, the flags' the destination.
+Result<Fd> clone_with_attrs(int src, bool recursive, uint64_t attrs, std::string_view source, std::string_view dest) {
+  const char* failed = nullptr;
+  Fd tree(sys::open_tree_attrs(src, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0),
+                               attrs, &failed));
+  if (tree) return tree;
+  if (failed != nullptr && std::string_view(failed) == "mount_setattr") return fail(sys_error(Operation::remount, dest));
+  return fail(sys_error(Operation::bind, source));
+}
+
 // A new superblock through the fd-based mount API: fsopen, options, create,
 // fsmount. Returns the detached mount.
 Result<Fd> new_filesystem(Operation op, const char* type, std::string_view options, uint64_t attrs, std::string_view path) {
@@ -512,9 +525,9 @@ class RootBuilder {
       root_.reset();
       fresh_dirs_.clear();
     }
-    Fd tree(::open_tree(src.get(), "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE));
-    if (!tree) return fail(sys_error(Operation::bind, s.source));
-    if (auto r = set_attrs(tree.get(), s.attrs, s.dest); !r) return r;
+    auto cloned = clone_with_attrs(src.get(), true, s.attrs, s.source, s.dest);
+    if (!cloned) return fail(cloned.error());
+    Fd tree = std::move(*cloned);
     if (on_root) {
       auto file = is_file();
       if (!file) return fail(file.error());
@@ -641,9 +654,9 @@ class RootBuilder {
     b.dest_is_file = true;
     Fd src(::openat(staging_.get(), data_name.c_str(), O_PATH | O_CLOEXEC));
     if (!src) return fail(sys_error(Operation::open, s.dest));
-    Fd tree(::open_tree(src.get(), "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH));
-    if (!tree) return fail(sys_error(Operation::bind, s.dest));
-    if (auto r = set_attrs(tree.get(), b.attrs, b.dest); !r) return r;
+    auto cloned = clone_with_attrs(src.get(), false, b.attrs, s.dest, b.dest);
+    if (!cloned) return fail(cloned.error());
+    Fd tree = std::move(*cloned);
     auto dest = destination(s.dest, [] { return Result<bool>(true); }, s.parent_mode, false);
     if (!dest) return fail(dest.error());
     attaching(*dest);

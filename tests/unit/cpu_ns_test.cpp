@@ -4,14 +4,25 @@
 #include <catch2/catch_test_macros.hpp>
 
 #include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstddef>
 #include <cstdlib>
 #include <string>
 
 #include "policy/protect.hpp"
 #include "sys/fd.hpp"
+#include "sys/syscalls.hpp"
 
 using namespace nsrun;
 
@@ -108,3 +119,87 @@ TEST_CASE("missing_below: a name missing at the root is never sealed", "[unit][c
   CHECK(missing_below("").state == ProtectState::not_kept);
   CHECK(missing_below("").sealed_dir.empty());
 }
+
+// ---------------------------------------------------------------- open_tree_attrs
+// The executor clones a tree and sets its flags in one call where the
+// kernel has open_tree_attr (Linux 6.15), in two where it has not or where
+// something refuses it. Each way must give the same mounts: read-only,
+// below the top too (AT_RECURSIVE). Each case runs in a forked child with
+// user and mount namespaces of its own (skipped loudly where they are
+// refused); a filter in the child makes the call fail as an older kernel
+// (ENOSYS) or an outer sandbox (EPERM) would.
+
+namespace {
+
+constexpr int cpu_no_userns = 200;
+
+bool write_proc_file(const char* path, const std::string& text) {
+  const int fd = ::open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ::close(fd);
+  return ok;
+}
+
+// Refuses open_tree_attr (467 on x86_64) with `err`; everything else allowed.
+bool refuse_open_tree_attr(int err) {
+  sock_filter code[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, static_cast<uint32_t>(offsetof(seccomp_data, nr))),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 467, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | static_cast<uint32_t>(err)),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  sock_fprog prog{static_cast<unsigned short>(sizeof code / sizeof code[0]), code};
+  return ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 && ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0;
+}
+
+// In a child: `dir` with a tmpfs mounted on `dir`/sub, cloned read-only
+// with open_tree_attrs(); exit 0 when the clone and its submount are both
+// read-only and the original is still writable, else a code saying what.
+int clone_read_only_in_child(const std::string& dir, int refuse_with) {
+  const uid_t uid = ::getuid();
+  const gid_t gid = ::getgid();
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    if (::unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) ::_exit(cpu_no_userns);
+    write_proc_file("/proc/self/setgroups", "deny");
+    if (!write_proc_file("/proc/self/uid_map", std::to_string(uid) + " " + std::to_string(uid) + " 1") ||
+        !write_proc_file("/proc/self/gid_map", std::to_string(gid) + " " + std::to_string(gid) + " 1"))
+      ::_exit(cpu_no_userns);
+    if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) ::_exit(cpu_no_userns);
+    const std::string sub = dir + "/sub";
+    if (::mount("tmpfs", sub.c_str(), "tmpfs", 0, "size=64k") != 0) ::_exit(cpu_no_userns);
+    if (refuse_with != 0 && !refuse_open_tree_attr(refuse_with)) ::_exit(3);
+    const int fd = sys::open_tree_attrs(AT_FDCWD, dir.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE,
+                                        MOUNT_ATTR_RDONLY);
+    if (fd < 0) ::_exit(4);
+    struct statvfs top{}, below{}, original{};
+    if (::fstatvfs(fd, &top) != 0) ::_exit(5);
+    const int sub_fd = ::openat(fd, "sub", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (sub_fd < 0 || ::fstatvfs(sub_fd, &below) != 0) ::_exit(6);
+    if (::statvfs(sub.c_str(), &original) != 0) ::_exit(7);
+    if ((top.f_flag & ST_RDONLY) == 0) ::_exit(8);
+    if ((below.f_flag & ST_RDONLY) == 0) ::_exit(9);
+    if ((original.f_flag & ST_RDONLY) != 0) ::_exit(10);
+    ::_exit(0);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  return WEXITSTATUS(status);
+}
+
+}  // namespace
+
+TEST_CASE("open_tree_attrs: the clone is read-only to its submounts, in one call or in two", "[unit][cpu-ns]") {
+  Scratch s;
+  s.mkdir("sub");
+  for (int refuse : {0, ENOSYS, EPERM}) {
+    INFO("open_tree_attr refused with errno " << refuse);
+    const int code = clone_read_only_in_child(s.path, refuse);
+    if (code == cpu_no_userns) SKIP("user and mount namespaces are refused here");
+    CHECK(code == 0);
+  }
+}
+
