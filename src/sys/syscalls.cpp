@@ -49,14 +49,17 @@ int open_tree_attrs(int dfd, const char* path, unsigned flags, uint64_t attr_set
   // x86_64's number (the same on every architecture since Linux 5.1 but
   // alpha's); no glibc or kernel header of Debian 12 names it.
   constexpr long nr_open_tree_attr = 467;
-  // Set once the kernel said it has no such call: not asked again.
-  static bool missing = false;
+  // Set at its first failure, whatever the errno (ENOSYS from an older
+  // kernel, EPERM or ENOSYS from a filter around nsrun, a real error): the
+  // process makes the two calls from then on, which is always correct, and
+  // a refused call is not tried again for every bind.
+  static bool unusable = false;
   struct mount_attr attr{};
   attr.attr_set = attr_set;
-  if (attr_set != 0 && !missing) {
+  if (attr_set != 0 && !unusable) {
     const long fd = syscall(nr_open_tree_attr, dfd, path, flags, &attr, sizeof attr);
     if (fd >= 0) return static_cast<int>(fd);
-    if (errno == ENOSYS) missing = true;
+    unusable = true;
   }
   const int fd = ::open_tree(dfd, path, flags);
   if (fd < 0) {

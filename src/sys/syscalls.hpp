@@ -27,7 +27,8 @@ int openat2(int dfd, const char* path, int flags, unsigned mode, uint64_t resolv
 // AT_RECURSIVE): one system call, open_tree_attr (Linux 6.15), instead of
 // two. Where that call fails for any reason (an older kernel, a filter
 // around nsrun that refuses it, a real error) the two calls are made
-// instead, so a failure is reported by the call that fails, as before;
+// instead, then and for the rest of the process, so a failure is reported
+// by the call that fails, as before;
 // `failed_call` says which ("open_tree" or "mount_setattr").
 int open_tree_attrs(int dfd, const char* path, unsigned flags, uint64_t attr_set, const char** failed_call = nullptr);
 
