@@ -333,6 +333,51 @@ TEST_CASE("attack3: another workspace's home layer is not readable from a Landlo
   }
 }
 
+// A cow home whose own layer cannot be made (here a file where this
+// workspace's layer directory would be) runs with the home read-only, as
+// the root shows it: that showed the other workspaces' layers, what their
+// runs wrote into their homes. Hidden now as for --home ro, both rungs.
+TEST_CASE("attack3: another workspace's home layer is not readable when this workspace's layer cannot be made",
+          "[attack3][home]") {
+  require_userns();
+  Home h;
+  TempDir other("atk3-other-ws");
+  RunOptions in_other = h.opts();
+  in_other.cwd = other.path();
+  RunResult made = nsrun_test::nsrun({"--backend", "namespaces", "--", "sh", "-c",
+                                      "mkdir -p ~/.aws && echo LAYER-KEY > ~/.aws/credentials && echo LAYER-TOKEN > ~/.npmrc"},
+                                     in_other);
+  INFO(made.out << made.err);
+  REQUIRE(made.exit_code == 0);
+  const std::string base = h.layer_base();
+  const auto before = tree(base);
+  RunResult mine = nsrun_test::nsrun({"--backend", "namespaces", "--", "true"}, h.opts());
+  INFO(mine.out << mine.err);
+  REQUIRE(mine.exit_code == 0);
+  // This workspace's layer: the one directory of the base the run made.
+  std::string layer;
+  for (const auto& [path, what] : tree(base))
+    if (!before.contains(path) && path.find('/', 1) == std::string::npos) layer = base + path;
+  REQUIRE(!layer.empty());
+  REQUIRE(run({"/bin/rm", "-rf", "--", layer}).exit_code == 0);
+  write_file(layer, "not a directory\n", 0600);
+  for (Rung rung : {Rung::namespaces, Rung::landlock}) {
+    DYNAMIC_SECTION((rung == Rung::namespaces ? "namespaces" : "landlock")) {
+      std::vector<std::string> args = rung_options(rung);
+      args.insert(args.end(), {"--", "sh", "-c",
+                               "cat ~/.bashrc; cat " + shell_quote(base) + "/*/upper/.aws/credentials " +
+                                   shell_quote(base) + "/*/upper/.npmrc 2>/dev/null; grep -rs LAYER " + shell_quote(base) +
+                                   "; true"});
+      RunResult r = nsrun_test::nsrun(args, h.opts());
+      INFO(r.out << r.err);
+      CHECK(r.exit_code == 0);
+      CHECK_THAT(r.err, ContainsSubstring("no home layer"));
+      CHECK(r.out == "# real\n");
+    }
+  }
+  CHECK(read_file(layer) == "not a directory\n");
+}
+
 // The same on the namespace rung where the host refuses the home's
 // overlay (the home on a stacked overlay, as home_default_test makes it):
 // the fallback shows the home read-only and showed the layers with it.
