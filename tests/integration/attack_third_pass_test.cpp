@@ -146,6 +146,52 @@ TEST_CASE("attack3: commit installs no setuid or setgid file the command made", 
   CHECK((mode_of(ws / "sd") & 0777) == 0775);
 }
 
+// A sandbox without a PID namespace (a Policy's "namespaces": {"pid":
+// false}) can leave a process behind when nsrun exits, and nsrun's work
+// lock on the run layer goes with nsrun. That process holds the layer's
+// file open for writing: after `nsrun commit`, whatever it writes must not
+// reach the workspace (the user reviewed and committed "new", nothing
+// more). A commit that moves the layer's file into the workspace instead
+// of copying it gives that process the workspace's file (commit-speed's
+// exchange-and-unlink: the workspace ended "new\nINJECT"). Fifos in a
+// writable root order the steps, no sleep (one in the workspace would be
+// the overlay's own pipe inside, another outside).
+TEST_CASE("attack3: a process the sandbox left behind cannot write into a committed file", "[attack3][cow]") {
+  require_userns();
+  TempDir ws("atk3-left"), runs("atk3-left-runs"), cfg("atk3-left-cfg"), sync("atk3-left-sync");
+  write_file(ws / "f", "orig\n");
+  const std::string go = sync / "go", back = sync / "back";
+  REQUIRE(::mkfifo(go.c_str(), 0600) == 0);
+  REQUIRE(::mkfifo(back.c_str(), 0600) == 0);
+  write_file(cfg / "policy.json", "{\"namespaces\": {\"pid\": false}}\n");
+  settle_clock();
+  RunOptions o = at(ws);
+  o.env = {"XDG_STATE_HOME=" + cfg.path(), "HOME=" + cfg.path(), "XDG_RUNTIME_DIR="};
+  RunResult r = nsrun_test::nsrun(
+      {"--policy", cfg / "policy.json", "--workspace-mode", "cow", "--cow-dir", runs.path(), "--proc", "host-bind",
+       "--writable", sync.path(), "--", "sh", "-c",
+       "echo new > f && setsid timeout 60 sh -c 'exec 3>>f; read x < " + go + "; echo INJECT >&3; echo wrote > " + back +
+           "' </dev/null >/dev/null 2>&1 & echo left"},
+      o);
+  INFO(r.out << r.err);
+  if (r.err.find("no sandbox available") != std::string::npos)
+    unavailable("a cow run without a PID namespace", "the namespace rung refused it: " + r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::string mark = "nsrun: run ";
+  const std::size_t pos = r.err.find(mark);
+  REQUIRE(pos != std::string::npos);
+  const std::string id = r.err.substr(pos + mark.size(), 12);
+  RunResult commit = nsrun_test::nsrun({"commit", "--cow-dir", runs.path(), id}, o);
+  INFO(commit.out << commit.err);
+  CHECK(commit.exit_code == 0);
+  CHECK(read_file(ws / "f") == "new\n");
+  // Lets the left process write, and waits until it has (or is gone).
+  RunResult release = run({"/usr/bin/timeout", "30", "sh", "-c", "echo go > \"$0\"; cat \"$1\"", go, back});
+  INFO(release.out << release.err);
+  CHECK(release.out == "wrote\n");  // it was there and wrote (else the test shows nothing)
+  CHECK(read_file(ws / "f") == "new\n");
+}
+
 // The commit of a layer whose files carry security.capability: commit
 // copies bytes and mode, never xattrs, so no file capability reaches the
 // workspace. (A root command can set a namespaced capability in its layer.)
