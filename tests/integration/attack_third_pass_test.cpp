@@ -192,6 +192,41 @@ TEST_CASE("attack3: a process the sandbox left behind cannot write into a commit
   CHECK(read_file(ws / "f") == "new\n");
 }
 
+// overlayfs (kernel 6.7+) lets the command set "user.overlay.*" xattrs
+// through the overlay: they land escaped ("user.overlay.overlay.*") on
+// the upper file. A file of the workspace carrying one would be read as
+// overlayfs's own (an origin, a whiteout, a redirect) by a later overlay
+// that stacks on the workspace. Whether commit copies the file or moves
+// it (commit-speed), none reaches the workspace.
+TEST_CASE("attack3: commit carries no overlay xattr the command set into the workspace", "[attack3][cow]") {
+  require_userns();
+  if (!python()) unavailable("python3", "/usr/bin/python3 is not installed");
+  TempDir ws("atk3-ovx"), runs("atk3-ovx-runs"), state("atk3-ovx-state");
+  RunOptions o = at(ws);
+  o.env = {"XDG_STATE_HOME=" + state.path(), "HOME=" + state.path(), "XDG_RUNTIME_DIR="};
+  RunResult r = nsrun_test::nsrun(
+      {"--workspace-mode", "cow", "--cow-dir", runs.path(), "--", "/usr/bin/python3", "-c",
+       "import os\nopen('g', 'w').write('x')\nn = 0\n"
+       "for x in ['user.overlay.origin', 'user.overlay.whiteout', 'user.overlay.opaque', 'user.overlay.overlay.origin']:\n"
+       "    try:\n        os.setxattr('g', x, b'y'); n += 1\n    except OSError:\n        pass\n"
+       "print('set', n)\n"},
+      o);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::string mark = "nsrun: run ";
+  const std::size_t pos = r.err.find(mark);
+  REQUIRE(pos != std::string::npos);
+  const std::string id = r.err.substr(pos + mark.size(), 12);
+  RunResult commit = nsrun_test::nsrun({"commit", "--cow-dir", runs.path(), id}, o);
+  INFO(commit.out << commit.err);
+  CHECK(commit.exit_code == 0);
+  CHECK(read_file(ws / "g") == "x");
+  char names[4096];
+  const ssize_t n = ::llistxattr((ws / "g").c_str(), names, sizeof names);
+  REQUIRE(n >= 0);
+  CHECK(std::string(names, static_cast<std::size_t>(n)).find("overlay") == std::string::npos);
+}
+
 // The commit of a layer whose files carry security.capability: commit
 // copies bytes and mode, never xattrs, so no file capability reaches the
 // workspace. (A root command can set a namespaced capability in its layer.)
