@@ -1,6 +1,7 @@
 // The process model: nsrun -> PID 1 (the reaper) -> the command. Exit
 // statuses, signal forwarding, reaping, and nothing left behind.
 #include "harness.hpp"
+#include "probe_cmd.hpp"
 
 #include <catch2/catch_test_macros.hpp>
 #include <fmt/format.h>
@@ -20,19 +21,11 @@ using namespace nsrun_test;
 
 namespace {
 
-std::string probe_sh(const std::string& probe_args) {
-  return shell_quote(probe_path()) + " " + probe_args;
-}
-
-std::vector<std::string> with_probe(std::vector<std::string> options,
-                                    const std::vector<std::string>& probe_args) {
-  options.push_back("--");
-  options.push_back(probe_path());
-  options.insert(options.end(), probe_args.begin(), probe_args.end());
-  return options;
-}
-
-void check_nsrun_message(const RunResult& r) {
+// Runs nsrun ARGS in `ws`: it ends with `status` and says why on one line of
+// its own.
+void check_refused(const std::vector<std::string>& args, const TempDir& ws, int status) {
+  RunResult r = nsrun(args, at(ws));
+  CHECK(r.exit_code == status);
   INFO("stderr: " << r.err);
   CHECK(r.err.starts_with("nsrun: "));
 }
@@ -88,9 +81,7 @@ TEST_CASE("a file that is not executable: 126", "[process][exit]") {
   std::string script = ws / "not-executable";
   write_file(script, "#!/bin/sh\nexit 0\n", 0644);
 
-  RunResult r = nsrun({"--", script}, at(ws));
-  CHECK(r.exit_code == 126);
-  check_nsrun_message(r);
+  check_refused({"--", script}, ws, 126);
 }
 
 TEST_CASE("a command that does not exist: 127", "[process][exit]") {
@@ -98,9 +89,7 @@ TEST_CASE("a command that does not exist: 127", "[process][exit]") {
   TempDir ws;
   for (std::string command : {"no-such-command-xyz", "/no/such/dir/no-such-command-xyz"}) {
     DYNAMIC_SECTION(command) {
-      RunResult r = nsrun({"--", command}, at(ws));
-      CHECK(r.exit_code == 127);
-      check_nsrun_message(r);
+      check_refused({"--", command}, ws, 127);
     }
   }
 }
@@ -108,10 +97,7 @@ TEST_CASE("a command that does not exist: 127", "[process][exit]") {
 TEST_CASE("nsrun's own failure: 125", "[process][exit]") {
   require_userns();
   TempDir ws;
-  RunResult r = nsrun(with_probe({"--mode", "no-such-mode"}, {"write", ws / "marker"}),
-                      at(ws));
-  CHECK(r.exit_code == 125);
-  check_nsrun_message(r);
+  check_refused(with_probe({"--mode", "no-such-mode"}, {"write", ws / "marker"}), ws, 125);
   CHECK_FALSE(file_exists(ws / "marker"));
 }
 
@@ -141,10 +127,7 @@ TEST_CASE("the command sees its child in /proc then kills it and waits for it",
     DYNAMIC_SECTION((as_pid_1 ? "--as-pid-1" : "under nsrun's PID 1")) {
       std::vector<std::string> options;
       if (as_pid_1) options.push_back("--as-pid-1");
-      RunResult r = nsrun(with_probe(options, {"spawn-kill"}), at(ws));
-      INFO(r.err);
-      CHECK(r.exit_code == 0);
-      CHECK(r.out == "seen killed 9\n");
+      check_probe(options, {"spawn-kill"}, ws, 0, "seen killed 9\n");
     }
   }
 }
