@@ -8,14 +8,10 @@
 #include <vector>
 
 #include "harness.hpp"
+#include "rungs.hpp"
 #include "policy/json.hpp"
 
 namespace nsrun_test {
-
-inline std::vector<std::string> concat(std::vector<std::string> a, const std::vector<std::string>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
 
 struct Reported {
   RunResult run;
@@ -42,9 +38,3 @@ inline std::string str(const nsrun::json::Value* v) {
 }
 
 }  // namespace nsrun_test
-
-// One TEST_CASE per rung for `fn(Rung)`: `base` is the file's tag, the
-// Landlock case adds [landlock].
-#define NSRUN_BOTH_RUNGS(base, title, tags, fn)                                        \
-  TEST_CASE(title " (namespace rung)", base tags) { fn(nsrun_test::Rung::namespaces); } \
-  TEST_CASE(title " (landlock rung)", base "[landlock]" tags) { fn(nsrun_test::Rung::landlock); }
