@@ -268,8 +268,7 @@ TEST_CASE("inside every capability is dropped and no_new_privs is set", "[namesp
   TempDir ws;
   for (bool as_pid_1 : {false, true}) {
     DYNAMIC_SECTION((as_pid_1 ? "--as-pid-1" : "under nsrun's PID 1")) {
-      std::vector<std::string> options;
-      if (as_pid_1) options.push_back("--as-pid-1");
+      const std::vector<std::string> options = pid1_options(as_pid_1);
 
       check_probe(options, {"status", "CapEff", "NoNewPrivs"}, ws, 0, "CapEff=0000000000000000 NoNewPrivs=1\n");
 

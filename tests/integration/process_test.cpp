@@ -125,9 +125,7 @@ TEST_CASE("the command sees its child in /proc then kills it and waits for it",
   TempDir ws;
   for (bool as_pid_1 : {false, true}) {
     DYNAMIC_SECTION((as_pid_1 ? "--as-pid-1" : "under nsrun's PID 1")) {
-      std::vector<std::string> options;
-      if (as_pid_1) options.push_back("--as-pid-1");
-      check_probe(options, {"spawn-kill"}, ws, 0, "seen killed 9\n");
+      check_probe(pid1_options(as_pid_1), {"spawn-kill"}, ws, 0, "seen killed 9\n");
     }
   }
 }
@@ -211,37 +209,27 @@ TEST_CASE("after nsrun exits no process of the sandbox is left", "[process][clea
     return s;
   };
 
-  SECTION("nsrun gets SIGTERM; a background child is left behind the shell") {
+  // A shell with a background probe; nsrun gets `sig`.
+  auto signal_nsrun = [&](int sig) {
     std::string script = probe_sh("sleep-forever " + token) + " & wait";
     Process p({nsrun_path(), "--", "sh", "-c", script}, at(ws));
     p.wait_for_line("sleeping");
     // The control: the marker finds the sandbox's processes while they live.
     REQUIRE_FALSE(processes_with_marker(token).empty());
-    p.signal(SIGTERM);
+    p.signal(sig);
     RunResult r = p.wait();
     INFO(r.out << r.err);
-    CHECK(r.exit_code == 128 + SIGTERM);
+    CHECK(r.exit_code == 128 + sig);
     CHECK(eventually(none_left));
     INFO("left: " << leftovers());
     CHECK(none_left());
-  }
-  SECTION("nsrun gets SIGKILL: everything inside dies with it") {
-    std::string script = probe_sh("sleep-forever " + token) + " & wait";
-    Process p({nsrun_path(), "--", "sh", "-c", script}, at(ws));
-    p.wait_for_line("sleeping");
-    REQUIRE_FALSE(processes_with_marker(token).empty());
-    p.signal(SIGKILL);
-    RunResult r = p.wait();
-    CHECK(r.exit_code == 128 + SIGKILL);
-    CHECK(eventually(none_left));
-    INFO("left: " << leftovers());
-    CHECK(none_left());
-  }
+  };
+  SECTION("nsrun gets SIGTERM; a background child is left behind the shell") { signal_nsrun(SIGTERM); }
+  SECTION("nsrun gets SIGKILL: everything inside dies with it") { signal_nsrun(SIGKILL); }
   for (bool as_pid_1 : {false, true}) {
     DYNAMIC_SECTION("the command exits, leaving a background child"
                     << (as_pid_1 ? " (--as-pid-1)" : "")) {
-      std::vector<std::string> args;
-      if (as_pid_1) args.push_back("--as-pid-1");
+      std::vector<std::string> args = pid1_options(as_pid_1);
       // The command waits until the child has started, then exits without it.
       std::string script = fmt::format("{} > {} & while ! [ -s {} ]; do :; done; exit 5",
                                        probe_sh("sleep-forever " + token),

@@ -21,6 +21,12 @@ inline std::vector<std::string> with_probe(std::vector<std::string> options,
   return options;
 }
 
+// The options of the two process models: under nsrun's PID 1, or the
+// command as PID 1 (--as-pid-1).
+inline std::vector<std::string> pid1_options(bool as_pid_1) {
+  return as_pid_1 ? std::vector<std::string>{"--as-pid-1"} : std::vector<std::string>{};
+}
+
 // `nsrun OPTIONS -- nsrun-probe ARGS`, run from `cwd` (the workspace).
 inline RunResult probe_under(const std::vector<std::string>& options, const std::vector<std::string>& probe_args,
                              const TempDir& cwd) {
