@@ -144,28 +144,26 @@ TEST_CASE("SIGTERM sent to nsrun reaches the command", "[process][signals]") {
   TempDir ws;
   std::string mark = ws / "mark";
 
-  SECTION("a handler in the command runs") {
-    Process p({nsrun_path(), "--", probe_path(), "trap-term", mark}, at(ws));
+  // nsrun ARGS says ready, gets SIGTERM; the command's handler exits 0
+  // after writing `expected` to the mark.
+  auto term_leaves_mark = [&](const std::vector<std::string>& args, std::string_view expected) {
+    Process p(args, at(ws));
     p.wait_for_line("ready");
     p.signal(SIGTERM);
     RunResult r = p.wait();
     INFO(r.out << r.err);
     CHECK(r.exit_code == 0);
     REQUIRE(file_exists(mark));
-    CHECK(read_file(mark) == "term");
+    CHECK(read_file(mark) == expected);
+  };
+  SECTION("a handler in the command runs") {
+    term_leaves_mark({nsrun_path(), "--", probe_path(), "trap-term", mark}, "term");
   }
   SECTION("a shell trap runs and leaves a mark in the workspace") {
     std::string script = fmt::format(
         "trap 'echo term > {}; exit 0' TERM; {} & echo ready; wait", shell_quote(mark),
         probe_sh("sleep-forever"));
-    Process p({nsrun_path(), "--", "sh", "-c", script}, at(ws));
-    p.wait_for_line("ready");
-    p.signal(SIGTERM);
-    RunResult r = p.wait();
-    INFO(r.out << r.err);
-    CHECK(r.exit_code == 0);
-    REQUIRE(file_exists(mark));
-    CHECK(read_file(mark) == "term\n");
+    term_leaves_mark({nsrun_path(), "--", "sh", "-c", script}, "term\n");
   }
 }
 
