@@ -207,9 +207,12 @@ int run_commands(std::string_view verb, std::span<const std::string> args) {
   options.is_protected = [set = *run->info.protected_set, git_paths](std::string_view path) {
     return commit_protected(path, set) || commit_protected(path, git_paths);
   };
-  // A run no sandbox runs on any more: files may move out of its layer.
+  // A run no sandbox runs on any more, and none of whose processes can
+  // have outlived it (a PID namespace of its own): files may move out of
+  // its layer. Otherwise a process left behind could write on into a moved
+  // file after the review (attack_third_pass_test.cpp).
   std::vector<Fd> run_locks;
-  options.move = layers::run_over(run->info.dir, run_locks);
+  options.move = run->info.pid_namespace && layers::run_over(run->info.dir, run_locks);
   auto outcome = layers::commit(run->upper.get(), run->workspace.get(), options);
   if (!outcome) return report(outcome.error());
   fmt::print("{}", layers::list(outcome->applied));

@@ -85,6 +85,9 @@ Result<Session> Session::open(const Policy& policy) {
     info.set("workspace", policy.workspace);
     info.set("start_sec", static_cast<int64_t>(start.tv_sec));
     info.set("start_nsec", static_cast<int64_t>(start.tv_nsec));
+    // Whether every process of the run dies with it (a PID namespace of its
+    // own): only then may commit move files out of the layer (RunInfo).
+    info.set("pid_namespace", policy.ns.pid);
     // The run's own protected set, as the launch applies it inside the
     // sandbox: commit refuses exactly these (and what lies on the way to
     // them). The command cannot reach this file: the run base is hidden in
@@ -205,7 +208,8 @@ Result<RunInfo> find_run(const std::string& base, const std::string& id) {
   auto v = json::parse(*text);
   if (!v || !v->is_object()) return bad("not a JSON object");
   for (const auto& [key, value] : v->as_object())
-    if (key != "id" && key != "workspace" && key != "start_sec" && key != "start_nsec" && key != "protected")
+    if (key != "id" && key != "workspace" && key != "start_sec" && key != "start_nsec" && key != "protected" &&
+        key != "pid_namespace")
       return bad(fmt::format("unknown field '{}'", key));
   RunInfo info;
   info.id = id;
@@ -221,6 +225,10 @@ Result<RunInfo> find_run(const std::string& base, const std::string& id) {
   info.workspace = ws->as_string();
   info.start.tv_sec = static_cast<time_t>(sec->as_int());
   info.start.tv_nsec = static_cast<long>(nsec->as_int());
+  if (const json::Value* pid = v->find("pid_namespace")) {
+    if (!pid->is_bool()) return bad("pid_namespace is not true or false");
+    info.pid_namespace = pid->as_bool();
+  }
   if (const json::Value* set = v->find("protected")) {
     if (!set->is_array()) return bad("protected is not an array");
     std::vector<std::string> paths;

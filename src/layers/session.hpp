@@ -30,6 +30,12 @@ struct RunInfo {
   // them): what `nsrun commit` refuses. Empty optional: run.json has no
   // valid set (an older nsrun wrote it), and commit refuses everything.
   std::optional<std::vector<std::string>> protected_set;
+  // The run had a PID namespace of its own, so none of its processes
+  // outlived it (the kernel kills them with its PID 1). Without one (a
+  // Policy's "namespaces": {"pid": false}) a process may still hold a layer
+  // file open after nsrun exits and its work lock is gone; false when
+  // run.json does not say.
+  bool pid_namespace = false;
 };
 
 class Session {
