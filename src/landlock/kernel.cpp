@@ -32,16 +32,27 @@ Result<int> kernel_abi() {
   return abi;
 }
 
-Result<Fd> build(const Ruleset& r) {
+Result<Fd> open_ruleset(const Ruleset& r) {
   RulesetAttr attr;
   attr.handled_access_fs = r.handled_fs;
   attr.handled_access_net = r.handled_net;
   attr.scoped = r.scoped;
   Fd ruleset(create_ruleset(&attr, sizeof attr, 0));
   if (!ruleset) return fail(sys_error(Operation::landlock_create));
-  for (const PathRule& rule : r.rules)
-    if (auto added = add_path_rule(ruleset.get(), rule); !added) return fail(added.error());
   return ruleset;
+}
+
+Result<void> add_rules(int ruleset_fd, const Ruleset& r) {
+  for (const PathRule& rule : r.rules)
+    if (auto added = add_path_rule(ruleset_fd, rule); !added) return fail(added.error());
+  return {};
+}
+
+Result<Fd> build(const Ruleset& r) {
+  auto ruleset = open_ruleset(r);
+  if (!ruleset) return fail(ruleset.error());
+  if (auto added = add_rules(ruleset->get(), r); !added) return fail(added.error());
+  return std::move(*ruleset);
 }
 
 Result<void> add_path_rule(int ruleset_fd, const PathRule& rule) {
@@ -58,8 +69,13 @@ Result<void> add_path_rule(int ruleset_fd, const PathRule& rule) {
                             "resolved path)"));
     return fail(sys_error(Operation::landlock_rule, rule.path));
   }
-  bool directory = rule.directory;  // then O_DIRECTORY made sure of it
-  if (!directory) {
+  // The type decides only whether the rights are masked to the file
+  // rights: no fstat for a known directory (O_DIRECTORY made sure of it),
+  // a known non-directory (masked: fewer rights if it became a directory),
+  // or rights that are all file rights already (a device: the mask changes
+  // nothing).
+  bool directory = rule.directory;
+  if (!directory && !rule.file && (rule.access & ~fs::file_rights) != 0) {
     struct stat st{};
     if (::fstat(path.get(), &st) != 0) return fail(sys_error(Operation::stat, rule.path));
     directory = S_ISDIR(st.st_mode);

@@ -19,6 +19,14 @@ Result<int> kernel_abi();
 // keeps only the rights a file can carry.
 Result<Fd> build(const Ruleset& ruleset);
 
+// build() in two steps, for the Landlock rung, which adds the rules while
+// its supervisor starts (launch/landlock_rung.cpp): the empty ruleset
+// (landlock_create_ruleset), then one add_path_rule per rule. A ruleset is
+// one kernel object however many processes hold its fd; the rules added
+// through any of them are there when restrict_self() takes it.
+Result<Fd> open_ruleset(const Ruleset& ruleset);
+Result<void> add_rules(int ruleset_fd, const Ruleset& ruleset);
+
 // One landlock_add_rule for `rule` on an existing ruleset (build() uses it
 // for each rule; the Landlock rung's supervisor adds the private TMPDIR,
 // which it makes only after fork).

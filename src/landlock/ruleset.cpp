@@ -191,7 +191,8 @@ std::expected<Ruleset, CannotExpress> make_ruleset(const Policy& p, int abi, con
         // Opened through no symlink: an entry swapped for a link after it
         // was listed would carry the right to the link's target (a hidden
         // path); the launch then fails instead.
-        if (!hidden_or_above(path)) r.rules.push_back({path, reading, true, "read and execute", true, directory});
+        if (!hidden_or_above(path))
+          r.rules.push_back({path, reading, true, "read and execute", true, directory, !directory});
       }
     }
   }
@@ -230,7 +231,11 @@ std::expected<Ruleset, CannotExpress> make_ruleset(const Policy& p, int abi, con
   return r;
 }
 
-PathRule tmpdir_rule(const Ruleset& r, const std::string& dir) { return {dir, r.handled_fs, false, "private TMPDIR"}; }
+// A directory: the supervisor has just made it (mkdir), and nobody else can
+// rename it in the sticky TMPDIR base. Opened with O_DIRECTORY, no fstat.
+PathRule tmpdir_rule(const Ruleset& r, const std::string& dir) {
+  return {dir, r.handled_fs, false, "private TMPDIR", false, true};
+}
 
 }  // namespace nsrun::landlock
 

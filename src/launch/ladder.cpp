@@ -201,7 +201,7 @@ std::string_view proc_masked_hint() {
          "lakebox), or choose --proc host-bind";
 }
 
-LadderOutcome run_ladder(const Policy& policy, Prepared& p, LaunchReport& report) {
+LadderOutcome run_ladder(const Policy& policy, Prepared& p, LaunchReport& report, const ProtectWatch* protect) {
   RungReport ns{"namespaces", false, {}, {}};
   RungReport ll{"landlock", false, {}, {}};
   auto done = [&](LadderOutcome o, const Timeline& timeline) {
@@ -261,7 +261,7 @@ LadderOutcome run_ladder(const Policy& policy, Prepared& p, LaunchReport& report
     }
   }
 
-  landlock::Readiness ready = landlock::assess(policy);
+  landlock::Readiness ready = landlock::assess(policy, protect);
   note_landlock(report, ready);
   if (!ready.reason.empty()) {
     ll.reason = ready.reason;

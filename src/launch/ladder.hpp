@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "launch/launch.hpp"
+#include "launch/protect_watch.hpp"
 #include "launch/report.hpp"
 #include "policy/policy.hpp"
 #include "sys/error.hpp"
@@ -66,7 +67,10 @@ struct LadderOutcome {
 
 // Runs the command on the first usable rung allowed by policy.backend and
 // fills `report` (rung, rungs, Landlock ABI and enforcement, phases).
-LadderOutcome run_ladder(const Policy& policy, Prepared& prepared, LaunchReport& report);
+// `protect`: the launch's scan of the protected paths, which the Landlock
+// rung's refusal check reuses (landlock::assess()).
+LadderOutcome run_ladder(const Policy& policy, Prepared& prepared, LaunchReport& report,
+                         const ProtectWatch* protect = nullptr);
 
 // `nsrun probe [--json]`: each rung, usable or not, with the same codes,
 // without running a command. Returns nsrun's exit status: 0 when a rung is

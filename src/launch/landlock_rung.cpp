@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -181,7 +182,14 @@ int parent_death_signal() { return SIGRTMIN + 2; }
 // nsrun killed at any instant leaves none behind; it tells nsrun the name
 // before making it (one write on `tmpdir_out`), so that nsrun can still
 // remove it if the supervisor is killed at any instant.
-[[noreturn]] void supervisor(pid_t nsrun_pid, int channel, int tmpdir_out, Prepared& p,
+//
+// nsrun adds the ruleset's rules while the supervisor starts (the same
+// kernel object through nsrun's copy of the fd) and sends one byte, 'R',
+// once every rule is in: the supervisor spawns the command only after it
+// has read that byte. End of file or anything else (nsrun failed a rule,
+// or died) and the command never starts: the supervisor removes its
+// TMPDIR and exits.
+[[noreturn]] void supervisor(pid_t nsrun_pid, int channel, int tmpdir_out, int ruleset_complete, Prepared& p,
                              const sigset_t& original_mask, const CommandSetup& setup, const Ruleset& ruleset) {
   // Orphans of the command come to us, so none outlives the run.
   ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
@@ -223,6 +231,15 @@ int parent_death_signal() { return SIGRTMIN + 2; }
     ::_exit(125);
   }
   ::close(tmpdir_out);
+  char complete = 0;
+  ssize_t got;
+  do got = ::recv(ruleset_complete, &complete, 1, 0);
+  while (got < 0 && errno == EINTR);
+  if (got != 1 || complete != 'R') {
+    remove_tree(tmpdir);
+    ::_exit(125);
+  }
+  ::close(ruleset_complete);
   if (auto r = add_path_rule(setup.landlock_ruleset, tmpdir_rule(ruleset, tmpdir)); !r) {
     send_error(channel, r.error());
     remove_tree(tmpdir);
@@ -298,35 +315,52 @@ namespace {
 // links of each kind.
 std::map<std::string, std::vector<std::string>> hidden_listings(const std::vector<std::string>& hidden) {
   std::map<std::string, std::vector<std::string>> out;
+  // getdents64 on a plain open: opendir/fdopendir would add an fstat and
+  // two fcntls per directory (issue 16, third pass).
+  alignas(dirent64) char buf[8192];
   for (const auto& dir : hidden_ancestors(hidden)) {
     Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!fd) continue;
-    std::unique_ptr<DIR, int (*)(DIR*)> d(::fdopendir(fd.get()), ::closedir);
-    if (!d) continue;
-    (void)fd.release();
     std::vector<std::string> names;
-    while (dirent* e = ::readdir(d.get())) {
-      const std::string_view name = e->d_name;
-      if (name == "." || name == "..") continue;
-      unsigned char type = e->d_type;
-      if (type == DT_UNKNOWN) {
-        struct stat st{};
-        if (::fstatat(::dirfd(d.get()), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-        type = S_ISLNK(st.st_mode) ? DT_LNK : S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
+    bool listed = true;
+    while (true) {
+      const ssize_t n = ::getdents64(fd.get(), buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) listed = false;
+      if (n <= 0) break;
+      for (ssize_t at = 0; at < n;) {
+        const auto* e = reinterpret_cast<const dirent64*>(buf + at);
+        at += e->d_reclen;
+        const std::string_view name = e->d_name;
+        if (name == "." || name == "..") continue;
+        unsigned char type = e->d_type;
+        if (type == DT_UNKNOWN) {
+          struct stat st{};
+          if (::fstatat(fd.get(), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+          type = S_ISLNK(st.st_mode) ? DT_LNK : S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
+        }
+        if (type == DT_LNK) continue;
+        names.push_back(type == DT_DIR ? fmt::format("{}/", name) : std::string(name));
       }
-      if (type == DT_LNK) continue;
-      names.push_back(type == DT_DIR ? fmt::format("{}/", name) : std::string(name));
     }
-    out.emplace(dir, std::move(names));
+    // A listing cut short is no listing: make_ruleset() then refuses,
+    // rather than leave an entry without its rule (or its hiding).
+    if (listed) out.emplace(dir, std::move(names));
   }
   return out;
 }
 
 // The protected paths the namespace rung keeps with mounts, which this
 // rung cannot: their presence makes it refuse (landlock-cannot-express).
-std::vector<std::string> protected_present(const Policy& policy) {
+// The launch's own scan, made just before for the same roots and set, is
+// the same walk: taken as it is (23 system calls fewer with the default
+// set, issue 16).
+std::vector<std::string> protected_present(const Policy& policy, const ProtectWatch* scanned) {
+  std::vector<ProtectedPathState> fresh;
+  const bool same = scanned != nullptr && scanned->roots == writable_roots(policy) && scanned->set == protected_paths(policy);
+  if (!same) fresh = scan_protected(policy);
   std::vector<std::string> out;
-  for (const auto& st : scan_protected(policy))
+  for (const auto& st : same ? scanned->before : fresh)
     if (st.decision.state == ProtectState::read_only || st.decision.state == ProtectState::covered ||
         st.decision.state == ProtectState::sealed)
       out.push_back(fmt::format("{}/{}", st.root, st.path));
@@ -335,7 +369,7 @@ std::vector<std::string> protected_present(const Policy& policy) {
 
 }  // namespace
 
-Readiness assess(const Policy& policy) {
+Readiness assess(const Policy& policy, const ProtectWatch* scanned) {
   Readiness r;
   auto abi = kernel_abi();
   if (!abi) {
@@ -379,7 +413,7 @@ Readiness assess(const Policy& policy) {
     if (!policy.layers.redirect.empty()) redirected->writable.push_back(policy.layers.redirect);
   }
   const Policy& effective = redirected ? *redirected : policy;
-  Inputs inputs{terminals(), {}, {}, protected_present(effective)};
+  Inputs inputs{terminals(), {}, {}, protected_present(effective, scanned)};
   if (!effective.hidden_paths.empty()) inputs.listings = hidden_listings(effective.hidden_paths);
   auto ruleset = make_ruleset(effective, *abi, inputs);
   if (!ruleset) {
@@ -443,9 +477,10 @@ LaunchOutcome run(Prepared& p, Readiness ready) {
     p.notify_handler = [connector](int l, const seccomp_notif& call) { return connector->handle(l, call); };
     p.require_listener = true;
   }
-  // Everything but the private TMPDIR, which the supervisor adds.
-  Result<Fd> fd = build(ready.ruleset);
-  p.timeline.mark("landlock-plan");
+  // The ruleset's rules are added after the fork, while the supervisor
+  // starts and makes the TMPDIR (issue 16, third pass): the two overlap on
+  // two CPUs, and the command waits for both (supervisor()).
+  Result<Fd> fd = open_ruleset(ready.ruleset);
   if (!fd) {
     out.error = fd.error();
     out.timeline = p.timeline;
@@ -466,6 +501,15 @@ LaunchOutcome run(Prepared& p, Readiness ready) {
   }
   Fd name_in(names[0]);
   Fd name_out(names[1]);
+  // nsrun -> supervisor: 'R' once every rule is in. A socket, so that a
+  // supervisor already gone fails the send (MSG_NOSIGNAL) instead of
+  // raising SIGPIPE in nsrun.
+  auto complete = make_channel();
+  if (!complete) {
+    out.error = complete.error();
+    out.timeline = p.timeline;
+    return out;
+  }
   std::optional<ChannelPair> words;
   if (p.observe) {
     auto pair = make_channel();
@@ -497,14 +541,36 @@ LaunchOutcome run(Prepared& p, Readiness ready) {
     channel->parent.reset();
     name_in.reset();
     proxy_listener.reset();
+    complete->parent.reset();
     if (words) words->parent.reset();
-    supervisor(nsrun_pid, channel->child.get(), name_out.get(), p, original_mask, setup, ready.ruleset);
+    supervisor(nsrun_pid, channel->child.get(), name_out.get(), complete->child.get(), p, original_mask, setup,
+               ready.ruleset);
   }
   channel->child.reset();
   name_out.reset();
-  fd->reset();
+  complete->child.reset();
   if (words) words->child.reset();
   p.words_fd = -1;
+  // Everything but the private TMPDIR, which the supervisor adds.
+  auto added = add_rules(fd->get(), ready.ruleset);
+  p.timeline.mark("landlock-plan");
+  fd->reset();
+  if (!added) {
+    // No 'R': the supervisor removes its TMPDIR and exits, the command
+    // never started.
+    complete->parent.reset();
+    ::waitpid(child, nullptr, 0);
+    end_leftovers();
+    remove_reported_tmpdir(name_in.get());
+    sigprocmask(SIG_SETMASK, &original_mask, nullptr);
+    out.error = added.error();
+    out.timeline = p.timeline;
+    return out;
+  }
+  // A supervisor already gone (its set-up failed) is heard of on the
+  // channel, below.
+  (void)::send(complete->parent.get(), "R", 1, MSG_NOSIGNAL);
+  complete->parent.reset();
   // As on the namespace rung: its thread starts from nsrun's wait loop at
   // the first connection (supervise()), never before the fork.
   std::unique_ptr<egress::Egress> proxy;

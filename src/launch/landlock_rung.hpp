@@ -13,6 +13,7 @@
 
 #include "landlock/ruleset.hpp"
 #include "launch/launch.hpp"
+#include "launch/protect_watch.hpp"
 #include "policy/policy.hpp"
 #include "seccomp/filter.hpp"
 
@@ -38,8 +39,11 @@ struct Readiness {
 
 // Reads the kernel's ABI, plans the ruleset for `policy` and compiles the
 // rung's filter, without touching the file system. Used by the ladder,
-// `nsrun probe` and `nsrun explain`.
-Readiness assess(const Policy& policy);
+// `nsrun probe` and `nsrun explain`. `scanned`: the protected paths as
+// the launch scanned them just before (launch/protect_watch.hpp), reused
+// when they were scanned for the same writable roots and set; otherwise
+// (or null) scanned again here.
+Readiness assess(const Policy& policy, const ProtectWatch* scanned = nullptr);
 
 // Runs the prepared command on this rung. `ready` must come from assess()
 // with an empty reason.

@@ -618,7 +618,7 @@ LaunchOutcome supervise(pid_t child, int channel, Prepared& p, const sigset_t& o
   watching.timeout_ms = p.limits.timeout_ms;
   watching.kill_after_ms = p.limits.kill_after_ms;
   watching.rlimits = p.limits.rlimits;
-  watching.notify_spec = p.seccomp_notify_spec;
+  watching.notify_key = p.seccomp_notify_key;
   watching.notify_handler = p.notify_handler;
   watching.writes = p.write_scope;
   // --network proxy: its thread starts at the first connection or query.
@@ -776,7 +776,7 @@ Result<RungLimits> rung_limits(const Policy& policy, FilterRung rung) {
     auto notify = compile_notify_filter(policy, rung);
     if (!notify) return fail(notify.error());
     out.notify = std::move(*notify);
-    out.notify_spec = notify_spec(filter_spec(policy, rung));
+    out.notify_key = filter_key(policy, rung);
   }
   if (policy.watch_writes) {
     auto watch = out.notify.empty() ? compile_watch_writes_filter() : compile_notify_watch_filter(policy, rung);
@@ -794,7 +794,7 @@ void apply_limits(Prepared& p, RungLimits l) {
       if (step.op == MountStep::Op::tmpfs && step.size == 0) step.size = *p.limits.tmpfs_size;
   p.observe = l.observe;
   p.seccomp_notify = std::move(l.notify);
-  p.seccomp_notify_spec = std::move(l.notify_spec);
+  p.seccomp_notify_key = l.notify_key;
   p.watch_writes = std::move(l.watch_writes);
   p.write_scope = std::move(l.write_scope);
   p.cgroup_base = std::move(l.cgroup_base);
@@ -876,7 +876,7 @@ int run(const Policy& policy, const ErrorReporter& report_error, SetupDeath setu
   }
   // The ladder (launch/ladder.cpp) picks the rung and fills the report.
   const ProtectWatch protect_watch = watch_protected(policy);
-  LadderOutcome outcome = run_ladder(layers->policy(), *prepared, report);
+  LadderOutcome outcome = run_ladder(layers->policy(), *prepared, report, &protect_watch);
   layers->close();
   report.seccomp_filter = !prepared->seccomp.empty();
   if (policy.verdict)

@@ -56,7 +56,7 @@ struct Prepared {
   LimitsPlan limits;                       // for this rung; rlimits set on the command before exec
   bool observe = false;                    // a report or --verdict wants the verdict
   BpfProgram seccomp_notify;               // `seccomp` with refusals sent to nsrun; empty: none
-  FilterSpec seccomp_notify_spec;          // its rules, for the answers' errnos
+  std::optional<FilterKey> seccomp_notify_key;  // its filter: the rules, for the answers' errnos, when asked
   // --watch-writes: its rules are in `seccomp_notify` when there is one
   // (one listener per task); else this program, with a listener of its own.
   BpfProgram watch_writes;
@@ -96,7 +96,7 @@ struct RungLimits {
   LimitsPlan plan;
   bool observe = false;
   BpfProgram notify;
-  FilterSpec notify_spec;
+  std::optional<FilterKey> notify_key;
   BpfProgram watch_writes;
   std::optional<WriteScope> write_scope;
   std::string cgroup_base;

@@ -6,7 +6,9 @@
 
 namespace nsrun {
 
-ProtectWatch watch_protected(const Policy& policy) { return ProtectWatch{scan_protected(policy)}; }
+ProtectWatch watch_protected(const Policy& policy) {
+  return ProtectWatch{scan_protected(policy), writable_roots(policy), protected_paths(policy)};
+}
 
 void report_protected(const ProtectWatch& watch, const Policy& policy, LaunchReport& report) {
   report.hidden_credentials = policy.hidden_paths;

@@ -3,6 +3,7 @@
 // exists afterwards. One call before the ladder, one after.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "launch/report.hpp"
@@ -13,6 +14,12 @@ namespace nsrun {
 
 struct ProtectWatch {
   std::vector<ProtectedPathState> before;
+  // What `before` was scanned for (writable_roots(), protected_paths()):
+  // a scan of a Policy with the same two is the same walk, so the Landlock
+  // rung's refusal check takes `before` instead of walking again
+  // (landlock::assess()).
+  std::vector<std::string> roots;
+  std::vector<std::string> set;
 };
 
 ProtectWatch watch_protected(const Policy& policy);

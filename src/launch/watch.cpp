@@ -46,7 +46,7 @@ Verdict watch(const WatchSetup& s) {
   Fd sigfd(::signalfd(-1, &waited, SFD_CLOEXEC | SFD_NONBLOCK));
 
   SandboxWords words;
-  DenialLog log(s.notify_spec);
+  DenialLog log(s.notify_key);
   bool listener_open = true;
   std::optional<WriteLog> writes;
   if (s.writes) writes.emplace(*s.writes);

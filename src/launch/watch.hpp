@@ -57,7 +57,7 @@ struct WatchSetup {
   std::optional<uint64_t> timeout_ms;
   uint64_t kill_after_ms = 2000;
   std::vector<RlimitSetting> rlimits;  // to name an rlimit behind SIGXCPU / SIGXFSZ
-  FilterSpec notify_spec;              // the notifying filter's rules: each answer's errno
+  std::optional<FilterKey> notify_key; // the notifying filter (its rules: each answer's errno)
   NotifyHandler notify_handler;        // calls nsrun answers itself (--network proxy, Landlock rung)
   std::optional<WriteScope> writes;    // --watch-writes: where this rung lets the command write
   // Polled until one is readable, then `wake` is called once (the egress

@@ -49,6 +49,14 @@ Notification Notification::receive(int listener) {
   return out;
 }
 
+const FilterSpec& DenialLog::spec() const {
+  if (key_) {
+    spec_ = notify_spec(filter_spec(*key_));
+    key_.reset();
+  }
+  return spec_;
+}
+
 bool DenialLog::serve(int listener) {
   Notification n = Notification::receive(listener);
   // ENOENT: the caller died or was interrupted before we took it.
@@ -69,7 +77,7 @@ void DenialLog::answer(int listener, const seccomp_notif& n) {
   for (std::size_t i = 0; i < args.size(); ++i) args[i] = notif->data.args[i];
   // Only refusing rules notify, so some rule matches; EPERM whatever
   // happens (fail closed).
-  int err = known.empty() ? EPERM : decide(spec_, known, args).value_or(EPERM);
+  int err = known.empty() ? EPERM : decide(spec(), known, args).value_or(EPERM);
   if (err <= 0) err = EPERM;
   resp->id = notif->id;
   resp->error = -err;

@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -83,17 +84,23 @@ class DenialLog {
   // `spec`: the filter the listener belongs to (its notify_spec()), whose
   // rules give each call's errno.
   explicit DenialLog(FilterSpec spec = {}) : spec_(std::move(spec)) {}
+  // The same for the filter `key` names (none: no rules, EPERM): its
+  // rules, notify_spec(filter_spec(*key)), are built at the first
+  // notification instead of at every launch, which most launches never see
+  // (issue 16: 12 to 23 µs and about 25 page faults a launch).
+  explicit DenialLog(const std::optional<FilterKey>& key) : key_(key) {}
   // Receives one notification (if one is pending) and answers the rule's
   // errno (EPERM when no rule says otherwise).
   // Returns false when the listener has no more filter users.
   bool serve(int listener);
   // Answers one received notification with its rule's errno, and counts it.
   void answer(int listener, const seccomp_notif& notif);
-  const FilterSpec& spec() const { return spec_; }
+  const FilterSpec& spec() const;
   const std::vector<Denial>& denials() const { return denials_; }
 
  private:
-  FilterSpec spec_;
+  mutable std::optional<FilterKey> key_;  // set until spec() builds spec_
+  mutable FilterSpec spec_;
   std::vector<Denial> denials_;
 };
 
