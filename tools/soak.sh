@@ -75,12 +75,18 @@ done
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/nsrun-soak.XXXXXX")
 chmod 755 "$work"
-mkdir "$work/ws" "$work/tmp"
+mkdir "$work/ws" "$work/tmp" "$work/state"
+# The copy-on-write home's layers go to a state directory of the soak's own
+# (as tests/support/state_home.cpp does for the suite), removed with $work:
+# nothing is left under the caller's ~/.local/state.
+export XDG_STATE_HOME="$work/state"
 token="soak$$s$seed"
 cleanup() {
     local pids
     pids=$(marked_pids "$token") || true
     [[ -n "$pids" ]] && kill -KILL $pids 2>/dev/null
+    # overlayfs leaves each work slot's work/work at mode 0.
+    chmod -R u+rwx -- "$work/state" 2>/dev/null || true
     rm -rf --one-file-system -- "$work" 2>/dev/null || true
 }
 trap cleanup EXIT
@@ -261,6 +267,24 @@ for r in "${usable[@]}"; do
         done
     fi
 done
+# The home layers' work slots (src/layers/work_slots.hpp) after all those
+# SIGKILLs: the kept ones at most, none left locked by a dead launch.
+if [[ -d "$work/state/nsrun/home" ]]; then
+    nslots=$(find "$work/state/nsrun/home" -mindepth 2 -maxdepth 2 -name 'work-*' | wc -l)
+    nlayers=$(find "$work/state/nsrun/home" -mindepth 1 -maxdepth 1 -type d | wc -l)
+    nheld=0
+    for d in "$work"/state/nsrun/home/*/work-*; do
+        [[ -d "$d" ]] || continue
+        flock -n -x "$d" true 2>/dev/null || nheld=$((nheld + 1))
+    done
+    if ((nslots > 8 * nlayers || nheld > 0)); then
+        results+=("FAIL  home layer work slots: $nslots in $nlayers layers (at most 8 each), $nheld still locked")
+        failed=$((failed + 1))
+    else
+        results+=("ok    home layer work slots: $nslots in $nlayers layers, none locked")
+        passed=$((passed + 1))
+    fi
+fi
 if [[ -n "$new_mounts" ]]; then
     results+=("FAIL  new mounts in this mount namespace: $(printf '%s' "$new_mounts" | tr '\n' ';')")
     failed=$((failed + 1))

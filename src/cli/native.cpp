@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "cli/options.hpp"
+#include "launch/home_fallback.hpp"
 #include "policy/protect.hpp"
 #include "probe/backend.hpp"
 
@@ -145,6 +146,12 @@ Result<Invocation> parse_native(std::span<const std::string> args, const CallerC
       if (auto found = ctx.lookup(ctx.socket_env.home); found && found->dir) home = found->real;
     resolve_layers(p, ctx.socket_env.xdg_runtime_dir, ctx.xdg_state_home, home);
   }
+  // --home ro shows the home as it is, the home layers' base with it: what
+  // other workspaces' runs wrote into their cow homes (keys, tokens).
+  // Hidden as a credential is (the cow home and its fallbacks hide it
+  // themselves; attack review, third pass).
+  if (p.preset && p.mode != Mode::full_access && p.hide_defaults && p.home == HomeMode::ro)
+    if (std::string base = existing_home_base(p); !base.empty()) p.hidden_paths.push_back(base + "/");
   if (state.host_backend || ctx.host_backend_env || p.host_backend.empty())
     p.host_backend = detect_backend(state.host_backend ? state.host_backend : ctx.host_backend_env,
                                     ctx.lakebox_marker);

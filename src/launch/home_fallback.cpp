@@ -1,12 +1,17 @@
 #include "launch/home_fallback.hpp"
 
+#include <limits.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <cstdlib>
 
 #include <fmt/format.h>
 
 #include "launch/ladder.hpp"
 #include "policy/cow.hpp"
 #include "policy/env.hpp"
+#include "policy/paths.hpp"
 #include "policy/presets.hpp"
 
 namespace nsrun {
@@ -25,6 +30,13 @@ Policy cache_redirect_policy(const Policy& policy) {
   Policy out = policy;
   out.home = HomeMode::ro;  // no overlay: the home as the read-only root shows it
   out.mounts.insert(out.mounts.begin(), mount_op(MountOp::Kind::bind, policy.layers.redirect, policy.layers.redirect));
+  // The home layers' base under an empty tmpfs first, as the cow home hides
+  // it: the read-only home showed every workspace's layer, with what their
+  // runs wrote into their homes (keys, tokens; attack review, third pass).
+  // A tmpfs the command may write (in memory, gone at exit), not a
+  // read-only one: the redirect bind above needs its mount point made in it.
+  if (!policy.layers.home_base.empty())
+    out.mounts.insert(out.mounts.begin(), mount_op(MountOp::Kind::tmpfs, "", policy.layers.home_base));
   return out;
 }
 
@@ -35,6 +47,20 @@ void redirect_caches(std::vector<std::string>& env, const std::string& redirect)
     std::erase_if(env, [&](const std::string& e) { return e.starts_with(prefix); });
     env.push_back(prefix + value);
   }
+}
+
+std::string existing_home_base(const Policy& policy) {
+  if (policy.layers.home_base.empty()) return {};
+  char real[PATH_MAX];
+  if (::realpath(policy.layers.home_base.c_str(), real) == nullptr) return {};
+  struct stat st{};
+  if (::stat(real, &st) != 0 || !S_ISDIR(st.st_mode)) return {};
+  // --allow-read of it (or above it) shows it, as it shows a credential.
+  for (const auto& a : policy.allow_read) {
+    char allowed[PATH_MAX];
+    if (at_or_below(real, a) || (::realpath(a.c_str(), allowed) != nullptr && at_or_below(real, allowed))) return {};
+  }
+  return real;
 }
 
 void note_cache_redirect(LaunchReport& report, const std::string& redirect) {

@@ -96,7 +96,9 @@ std::string classify_namespace_failure(const Error& e, ProcMode proc) {
     case Operation::mount_layer:
       // The copy-on-write layers need rootless overlayfs (kernel 5.11+, an
       // upper file system with user xattrs); without it they refuse here.
-      if (err == EPERM || err == EINVAL || err == ENODEV || err == EOPNOTSUPP)
+      // EROFS: a writable layer the kernel would only mount read-only
+      // (mount/executor.cpp).
+      if (err == EPERM || err == EINVAL || err == ENODEV || err == EOPNOTSUPP || err == EROFS)
         return std::string(reason::overlay_unavailable);
       return {};
     case Operation::mount_proc:

@@ -411,6 +411,15 @@ Readiness assess(const Policy& policy, const ProtectWatch* scanned) {
     redirected = policy;
     redirected->home = HomeMode::ro;  // no overlay: the home as the read-only root shows it
     if (!policy.layers.redirect.empty()) redirected->writable.push_back(policy.layers.redirect);
+    // The other workspaces' home layers are under the same base, readable
+    // in a read-only home: what a run wrote into its cow home (an ssh key
+    // made there, a token from `npm login`) was read by any other
+    // workspace's command on this rung (attack review, third pass). The
+    // base is hidden as a credential is (and, like them, shown with
+    // --hide-defaults none); the redirect directory, a writable root below
+    // it, keeps its own rule.
+    if (std::string base = existing_home_base(policy); policy.hide_defaults && !base.empty())
+      redirected->hidden_paths.push_back(base + "/");
   }
   const Policy& effective = redirected ? *redirected : policy;
   Inputs inputs{terminals(), {}, {}, protected_present(effective, scanned)};

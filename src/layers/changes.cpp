@@ -88,6 +88,8 @@ Result<bool> same_file(int da, const std::string& a, const struct stat& sa, int 
 }
 
 Result<void> walk(int upper, int lower, const std::string& rel, std::vector<Change>& out) {
+  const WalkLevel level;
+  if (level.too_deep()) return fail(too_deep(rel));
   auto names = list_dir(upper, rel.empty() ? "." : rel);
   if (!names) return fail(names.error());
   for (const auto& name : *names) {
@@ -186,6 +188,8 @@ using Pairs = std::map<std::string, Pair>;
 // Every file of the tree `name` in `dir` (the tree itself when a file),
 // into `before` or `after`; whiteouts are skipped.
 Result<void> gather(int dir, const std::string& name, const std::string& path, bool after, Pairs& pairs) {
+  const WalkLevel level;
+  if (level.too_deep()) return fail(too_deep(path));
   struct stat st{};
   if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return fail(sys_error("stat", path));
   if (is_whiteout(dir, name, st)) return {};
@@ -300,6 +304,8 @@ bool changed_since(const struct stat& st, const struct timespec& start) {
 
 // Whether anything in the tree `name` in `dir` changed since `start`.
 bool tree_changed(int dir, const std::string& name, const struct timespec& start) {
+  const WalkLevel level;
+  if (level.too_deep()) return true;  // unknown: a conflict (fail closed)
   struct stat st{};
   if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return errno != ENOENT;
   if (changed_since(st, start)) return true;
@@ -335,6 +341,8 @@ Result<void> copy_bytes(int from, int to, const std::string& shown) {
 // a file or symlink through a temporary name and one rename, a directory
 // made and filled the same way, entry by entry.
 Result<void> install(int ud, int hd, const std::string& name, const std::string& path) {
+  const WalkLevel level;
+  if (level.too_deep()) return fail(too_deep(path));
   struct stat st{};
   if (::fstatat(ud, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return fail(sys_error("stat", path));
   if (is_whiteout(ud, name, st)) return {};
@@ -352,6 +360,12 @@ Result<void> install(int ud, int hd, const std::string& name, const std::string&
     return {};
   }
   const std::string tmp = fmt::format(".nsrun-commit-{}", random_hex(12));
+  // No setuid or setgid bit on what commit installs: the command set them
+  // in its layer (as root inside, or as the user), and the file it makes
+  // here is the caller's, so the bits would hand the caller's uid (root's,
+  // for a root caller) to whoever runs it (attack review, third pass). The
+  // kernel drops them on a write by anyone but root for the same reason.
+  const mode_t mode = st.st_mode & 07777 & ~mode_t{S_ISUID | S_ISGID};
   if (S_ISLNK(st.st_mode)) {
     auto target = read_link_at(ud, name, path);
     if (!target) return fail(target.error());
@@ -362,7 +376,7 @@ Result<void> install(int ud, int hd, const std::string& name, const std::string&
     Fd to(::openat(hd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (!to) return fail(sys_error("create", path));
     auto r = copy_bytes(from.get(), to.get(), path);
-    if (r && ::fchmod(to.get(), st.st_mode & 07777) != 0) r = fail(sys_error("chmod", path));
+    if (r && ::fchmod(to.get(), mode) != 0) r = fail(sys_error("chmod", path));
     if (r) {
       const struct timespec times[2] = {st.st_atim, st.st_mtim};
       (void)::futimens(to.get(), times);
@@ -372,7 +386,7 @@ Result<void> install(int ud, int hd, const std::string& name, const std::string&
       return r;
     }
   } else if (S_ISFIFO(st.st_mode)) {
-    if (::mkfifoat(hd, tmp.c_str(), st.st_mode & 07777) != 0) return fail(sys_error("mkfifo", path));
+    if (::mkfifoat(hd, tmp.c_str(), mode) != 0) return fail(sys_error("mkfifo", path));
   } else {
     return fail(Error{"commit", EPERM, path, "a device or socket (nsrun commits files, symlinks and directories)"});
   }

@@ -80,7 +80,19 @@ Result<std::vector<std::string>> list_dir(int dir, const std::string& shown) {
   return names;
 }
 
-Result<void> remove_tree(int dir, const std::string& name, const std::string& shown) {
+Error too_deep(const std::string& shown) {
+  return Error{"walk", ENAMETOOLONG, shown, fmt::format("more than {} directories deep", max_walk_depth)};
+}
+
+namespace {
+
+// Below this depth remove_tree() moves a directory up to the top of the
+// tree being removed instead of descending (the tree is the command's: any
+// depth), so the recursion and the fds it holds, one a level, stay bounded.
+constexpr int hoist_depth = 128;
+
+// `top`: the tree's top directory (an fd), once opened; `depth`: of `name`.
+Result<void> remove_at(int dir, const std::string& name, const std::string& shown, int top, int depth) {
   struct stat st{};
   if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
     if (errno == ENOENT) return {};
@@ -88,6 +100,13 @@ Result<void> remove_tree(int dir, const std::string& name, const std::string& sh
   }
   if (!S_ISDIR(st.st_mode)) {
     if (::unlinkat(dir, name.c_str(), 0) != 0 && errno != ENOENT) return fail(sys_error("remove", shown));
+    return {};
+  }
+  if (depth > hoist_depth && top >= 0) {
+    // Moved, not followed: renameat() takes the name, never a link's
+    // target; the top's loop below removes it from there.
+    const std::string moved = fmt::format(".nsrun-deep-{}", random_hex(12));
+    if (::renameat(dir, name.c_str(), top, moved.c_str()) != 0) return fail(sys_error("rename", shown));
     return {};
   }
   // overlayfs leaves work/work at mode 0; the command may have made its
@@ -102,12 +121,24 @@ Result<void> remove_tree(int dir, const std::string& name, const std::string& sh
   if (::fstat(sub->get(), &inner) != 0) return fail(sys_error("stat", shown));
   if (inner.st_dev != st.st_dev || inner.st_ino != st.st_ino)
     return fail(Error{"remove", ESTALE, shown, "replaced while being removed"});
-  auto names = list_dir(sub->get(), shown);
-  if (!names) return fail(names.error());
-  for (const auto& n : *names)
-    if (auto r = remove_tree(sub->get(), n, shown + "/" + n); !r) return r;
+  const int here_top = top >= 0 ? top : sub->get();
+  // At the top, again until empty: what was moved up meanwhile is there.
+  while (true) {
+    auto names = list_dir(sub->get(), shown);
+    if (!names) return fail(names.error());
+    if (names->empty()) break;
+    for (const auto& n : *names)
+      if (auto r = remove_at(sub->get(), n, shown + "/" + n, here_top, depth + 1); !r) return r;
+    if (top >= 0) break;
+  }
   if (::unlinkat(dir, name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) return fail(sys_error("remove", shown));
   return {};
+}
+
+}  // namespace
+
+Result<void> remove_tree(int dir, const std::string& name, const std::string& shown) {
+  return remove_at(dir, name, shown, -1, 0);
 }
 
 std::string random_hex(std::size_t hex) {

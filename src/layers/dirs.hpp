@@ -32,6 +32,30 @@ Result<std::vector<std::string>> list_dir(int dir, const std::string& shown);
 // first (they are the caller's own layers).
 Result<void> remove_tree(int dir, const std::string& name, const std::string& shown);
 
+// How deep the recursive walks of a layer go (commit's, changes' and the
+// patch's): the command builds those trees, and 30,000 nested directories
+// overflowed nsrun's stack, a crash half-way through `nsrun commit` or
+// `discard` (attack review, third pass). Past it a walk fails, naming the
+// path (ENAMETOOLONG). remove_tree() has no such limit: it moves deep
+// directories up instead, so `discard` and `home reset` remove any layer.
+inline constexpr int max_walk_depth = 512;
+
+// One level of a walk, for as long as it lives (a thread's own count).
+class WalkLevel {
+ public:
+  WalkLevel() { ++depth_; }
+  ~WalkLevel() { --depth_; }
+  WalkLevel(const WalkLevel&) = delete;
+  WalkLevel& operator=(const WalkLevel&) = delete;
+  bool too_deep() const { return depth_ > max_walk_depth; }
+
+ private:
+  static inline thread_local int depth_ = 0;
+};
+
+// The error of a walk past max_walk_depth at `shown`.
+Error too_deep(const std::string& shown);
+
 // A random name of `hex` hexadecimal digits (getrandom).
 std::string random_hex(std::size_t hex);
 

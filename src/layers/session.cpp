@@ -20,35 +20,28 @@ constexpr std::string_view work_prefix = "work-";
 
 // The upper directory is the overlay's root: it lends the merged
 // directory its mode (and, for root, its owner), so it copies the real one.
+// (The real directory is read only when the upper one is new: a launch on
+// an existing layer makes one failed mkdir here, nothing else.)
 Result<void> make_upper(int parent, const std::string& shown, const std::string& real_dir) {
-  struct stat real{};
-  if (::stat(real_dir.c_str(), &real) != 0) return fail(sys_error("stat", real_dir));
   if (::mkdirat(parent, "upper", 0700) != 0) {
     if (errno != EEXIST) return fail(sys_error("mkdir", shown + "/upper"));
     return {};
+  }
+  struct stat real{};
+  if (::stat(real_dir.c_str(), &real) != 0) {
+    const int err = errno;
+    (void)::unlinkat(parent, "upper", AT_REMOVEDIR);  // made again, with the mode, next time
+    return fail(sys_error("stat", real_dir, err));
   }
   if (::fchmodat(parent, "upper", real.st_mode & 07777, 0) != 0) return fail(sys_error("chmod", shown + "/upper"));
   if (::geteuid() == 0) (void)::fchownat(parent, "upper", real.st_uid, real.st_gid, AT_SYMLINK_NOFOLLOW);
   return {};
 }
 
-// Work directories whose lock is free belong to no running sandbox: a
-// killed nsrun left them.
-void remove_stale_work(int parent, const std::string& shown) {
-  auto names = list_dir(parent, shown);
-  if (!names) return;
-  for (const auto& n : *names) {
-    if (!n.starts_with(work_prefix)) continue;
-    Fd fd(::openat(parent, n.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (!fd || ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) continue;
-    (void)remove_tree(parent, n, shown + "/" + n);
-  }
-}
-
 }  // namespace
 
-// A work directory made under a temporary name, locked, then renamed:
-// remove_stale_work() never sees one that is not locked yet.
+// The run layer's work directory, made under a temporary name, locked,
+// then renamed: no one ever sees one under its final name unlocked.
 Result<Session::Work> Session::make_work(int parent, const std::string& shown) {
   const std::string tmp = fmt::format(".new-{}", random_hex(12));
   if (::mkdirat(parent, tmp.c_str(), 0700) != 0) return fail(sys_error("mkdir", shown + "/" + tmp));
@@ -134,15 +127,16 @@ Result<void> Session::open_home_layer() {
     Fd dirfd(::openat(layer->get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!dirfd) return fail(sys_error("open", dir));
     if (auto r = make_upper(dirfd.get(), dir, l.home); !r) return fail(r.error());
-    remove_stale_work(dirfd.get(), dir);
-    auto work = make_work(dirfd.get(), dir);
-    if (!work) return fail(work.error());
+    auto slot = take_work_slot(dirfd.get(), dir);
+    if (!slot) return fail(slot.error());
     // The Landlock rung's fallback (no overlay there): caches redirected
     // into a directory of the layer's own.
     if (::mkdirat(dirfd.get(), "redirect", 0700) != 0 && errno != EEXIST) return fail(sys_error("mkdir", dir + "/redirect"));
     l.redirect = dir + "/redirect";
-    l.home_layer = {l.home, dir + "/upper", dir + "/" + work->name};
-    home_work_ = std::move(*work);
+    l.home_layer = {l.home, dir + "/upper", dir + "/" + slot->name};
+    home_slot_ = std::move(*slot);
+    home_dir_ = std::move(dirfd);
+    home_shown_ = dir;
   }
   return {};
 }
@@ -154,9 +148,10 @@ void Session::close() {
   // `volatile`, incompat/volatile/dirty) on a busy file system cost a cow
   // launch more than its whole sandbox set-up (docs/bench.md).
   run_work_.reset();
-  if (home_work_) {
-    (void)remove_tree(home_work_->parent.get(), home_work_->name, home_work_->shown);
-    home_work_.reset();
+  if (home_slot_) {
+    release_work_slot(home_dir_.get(), *home_slot_, home_shown_);
+    home_slot_.reset();
+    home_dir_.reset();
   }
 }
 

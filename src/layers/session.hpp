@@ -2,8 +2,9 @@
 // open) the run layer and the home layer as the caller, and fill their
 // directories into a copy of the Policy, so the plan stays a pure function
 // of it. Each launch gets a work directory of its own, locked while it
-// runs: two sandboxes never share one (overlayfs's rule), and one left by a
-// killed nsrun is recognised by its free lock and removed by the next.
+// runs: two sandboxes never share one (overlayfs's rule). The run layer's
+// is made per launch (one launch per run); the home layer's comes from a
+// pool of slots reused across launches (layers/work_slots.hpp).
 #pragma once
 
 #include <ctime>
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "layers/work_slots.hpp"
 #include "policy/policy.hpp"
 #include "sys/error.hpp"
 #include "sys/fd.hpp"
@@ -42,8 +44,9 @@ class Session {
   // read-only); empty when it has one or none was asked for.
   const std::string& home_note() const { return home_note_; }
 
-  // After the run: the home layer's work directory goes (best effort); the
-  // run layer's stays, unlocked, until `nsrun discard`.
+  // After the run: the home layer's work slot is unlocked (an overflow
+  // slot removed); the run layer's work directory stays, unlocked, until
+  // `nsrun discard`.
   void close();
 
   Session(Session&&) = default;
@@ -63,7 +66,9 @@ class Session {
   Policy policy_;
   std::string home_note_;
   std::optional<Work> run_work_;
-  std::optional<Work> home_work_;
+  Fd home_dir_;  // the home layer's directory, holding the slot
+  std::string home_shown_;
+  std::optional<WorkSlot> home_slot_;
 };
 
 // The run layer `id` under `base`; fails when there is none, and when its

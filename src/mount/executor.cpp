@@ -6,6 +6,7 @@
 #include <linux/magic.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <optional>
@@ -561,6 +562,20 @@ class RootBuilder {
   Result<void> fresh(const MountStep& s, Operation op, const char* type, const std::string& options) {
     auto mnt = new_filesystem(op, type, options, s.attrs, s.dest);
     if (!mnt) return fail(mnt.error());
+    // overlayfs mounts a layer read-only, with only a kernel log line, when
+    // it cannot set up its work directory (one it cannot empty, an upper
+    // file system without a feature it needs): a writable layer asked for
+    // and not given is the host refusing the overlay (overlay-unavailable,
+    // the home's fallback), never a silently read-only home or workspace.
+    if (op == Operation::mount_layer && !s.source.empty() && (s.attrs & MOUNT_ATTR_RDONLY) == 0) {
+      struct statfs fs{};
+      if (::fstatfs(mnt->get(), &fs) != 0) return fail(sys_error(op, s.dest));
+      if ((fs.f_flags & ST_RDONLY) != 0) {
+        Error e = sys_error_named(op, "mount overlay on", s.dest, EROFS);
+        e.detail = "the kernel mounted the layer read-only (its work directory or upper file system; see dmesg)";
+        return fail(e);
+      }
+    }
     if (relative(s.dest) == ".") return attach_root(std::move(*mnt), op, type, s.dest);
     if (s.cover) {
       auto dest = cover_destination(s);

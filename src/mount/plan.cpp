@@ -134,8 +134,14 @@ void expand_one(std::vector<MountStep>& out, const MountOp& m, ProcMode proc, co
         s.workdir = m.workdir;
       }
       s.private_upper = m.kind == K::tmp_overlay;
-      // In a user namespace overlayfs keeps its metadata in user.* xattrs.
+      // In a user namespace overlayfs keeps its metadata in user.* xattrs
+      // (and has no inode index: an unprivileged mount cannot decode file
+      // handles, so the kernel turns index off itself). Outside one the
+      // module's default could turn the index on, and with it overlayfs
+      // refuses (EBUSY) a second mount of an upper directory in use: the
+      // home layer is shared by concurrent launches, so it is off here.
       if (user_ns) s.options = "userxattr";
+      else if (m.kind == K::overlay) s.options = "index=off";
       if (m.volatile_upper && m.kind == K::overlay) s.options += s.options.empty() ? "volatile" : ",volatile";
       out.push_back(std::move(s));
       break;

@@ -124,7 +124,7 @@ void preview_layers(Policy& p) {
     l.workspace = {p.workspace, l.run_base + "/<run id>/upper", l.run_base + "/<run id>/work-<launch>"};
   if (p.home == HomeMode::cow && !l.home.empty() && !l.home_base.empty() && l.home_layer.upper.empty()) {
     const std::string dir = l.home_base + "/" + l.home_name;
-    l.home_layer = {l.home, dir + "/upper", dir + "/work-<launch>"};
+    l.home_layer = {l.home, dir + "/upper", dir + "/work-<slot>"};
     l.redirect = dir + "/redirect";
   }
 }

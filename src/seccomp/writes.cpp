@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "sys/error.hpp"
+
 namespace nsrun {
 
 namespace {
@@ -125,7 +127,9 @@ std::string summarise(const std::vector<WriteAttempt>& attempts, uint64_t droppe
   for (const auto& a : attempts) total += a.count;
   std::string names;
   const std::size_t shown = std::min<std::size_t>(attempts.size(), 3);
-  for (std::size_t i = 0; i < shown; ++i) names += fmt::format("{}{}", i ? ", " : "", attempts[i].path);
+  // printable(): the paths are the command's bytes, and this line goes to
+  // the caller's terminal (an escape sequence in a file name would drive it).
+  for (std::size_t i = 0; i < shown; ++i) names += fmt::format("{}{}", i ? ", " : "", printable(attempts[i].path));
   if (attempts.size() > shown || dropped > 0) names += ", ...";
   return fmt::format("{} write{} outside the workspace ({})", total, total == 1 ? "" : "s", names);
 }

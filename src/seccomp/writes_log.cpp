@@ -105,8 +105,15 @@ void WriteLog::answer(int listener, const seccomp_notif& n) {
           paths.push_back(dir_of(pid, args[a.dirfd], a.dirfd));
         continue;
       }
-      if (named.front() == '/') paths.push_back(named);
-      else paths.push_back(resolve_path(dir_of(pid, a.dirfd >= 0 ? args[a.dirfd] : 0, a.dirfd), named));
+      if (named.front() == '/') {
+        paths.push_back(named);
+        continue;
+      }
+      // A dirfd that names nothing (closed, a bad number): the kernel fails
+      // the call (EBADF), and the name is nowhere; resolved against "" it
+      // would be listed at the root.
+      const std::string base = dir_of(pid, a.dirfd >= 0 ? args[a.dirfd] : 0, a.dirfd);
+      if (!base.empty()) paths.push_back(resolve_path(base, named));
     }
   }
   // The pid may have been reused while we read: only a still-waiting
