@@ -119,6 +119,7 @@ Results measure(std::vector<Row> rows, const Options& options, Launcher& launche
       std::pair<pid_t, Launch> done{-1, Launch{}};
       if (pid > 0) done = launcher.wait_any();
       const uint64_t t1 = clock();
+      if (pid > 0) done.second.cpu_ns += launcher.reap_left_behind();
       if (round < options.warmup) continue;
       record(r, succeeded(pid, done.first, done.second), t1 - t0, done.second);
     }
@@ -191,7 +192,8 @@ std::string format_table(const Results& res) {
   }
   out +=
       "\nratio: median over launches i of row[i] / baseline[i]; overhead ratio: (p50 - bare p50) / (baseline p50 - bare p50);\n"
-      "cpu: mean user+system time of the launch and its children; peakRSS: largest ru_maxrss of a launch.\n";
+      "cpu: mean user+system time of the launch and every descendant (those it left unreaped too); peakRSS: largest "
+      "ru_maxrss of a launch.\n";
 
   // How far above the floor: a static program that only execs the payload.
   std::vector<const RowResult*> floors;

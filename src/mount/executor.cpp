@@ -179,6 +179,19 @@ Result<void> set_attrs(int mnt, uint64_t attrs, std::string_view path) {
   return {};
 }
 
+// A clone of the tree at `src` (with what is mounted below it when
+// `recursive`), `attrs` set on it: one system call where the kernel has
+// open_tree_attr. Errors as the two calls gave them: the clone's names the
+// source, the flags' the destination.
+Result<Fd> clone_with_attrs(int src, bool recursive, uint64_t attrs, std::string_view source, std::string_view dest) {
+  const char* failed = nullptr;
+  Fd tree(sys::open_tree_attrs(src, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0),
+                               attrs, &failed));
+  if (tree) return tree;
+  if (failed != nullptr && std::string_view(failed) == "mount_setattr") return fail(sys_error(Operation::remount, dest));
+  return fail(sys_error(Operation::bind, source));
+}
+
 // A new superblock through the fd-based mount API: fsopen, options, create,
 // fsmount. Returns the detached mount.
 Result<Fd> new_filesystem(Operation op, const char* type, std::string_view options, uint64_t attrs, std::string_view path) {
@@ -235,14 +248,23 @@ bool needs_staging(const std::vector<MountStep>& steps) {
   return false;
 }
 
-// Whether `fd` is the root of the mount `root` is the root of: a recursive
-// clone of it takes along whatever is stacked on that directory.
-bool same_mount_root(int fd, int root) {
-  struct statx a{}, b{};
-  if (::statx(fd, "", AT_EMPTY_PATH, STATX_INO | STATX_MNT_ID, &a) != 0) return false;
-  if (::statx(root, "", AT_EMPTY_PATH, STATX_INO | STATX_MNT_ID, &b) != 0) return false;
-  return a.stx_mnt_id == b.stx_mnt_id && a.stx_ino == b.stx_ino && a.stx_dev_major == b.stx_dev_major &&
-         a.stx_dev_minor == b.stx_dev_minor;
+// Which mount and inode an fd names. For the host's root, asked once per
+// build: an fd names the same object for as long as it is open.
+std::optional<struct statx> mount_identity(int fd) {
+  struct statx a{};
+  if (::statx(fd, "", AT_EMPTY_PATH, STATX_INO | STATX_MNT_ID, &a) != 0) return std::nullopt;
+  return a;
+}
+
+// Whether `fd` is the root of the mount `root` (its identity) is the root
+// of: a recursive clone of it takes along whatever is stacked on that
+// directory.
+bool same_mount_root(int fd, const std::optional<struct statx>& root) {
+  const auto a = mount_identity(fd);
+  if (!a || !root) return false;
+  const struct statx& b = *root;
+  return a->stx_mnt_id == b.stx_mnt_id && a->stx_ino == b.stx_ino && a->stx_dev_major == b.stx_dev_major &&
+         a->stx_dev_minor == b.stx_dev_minor;
 }
 
 // Assembles the new root. Where it sits while built:
@@ -497,16 +519,16 @@ class RootBuilder {
     // (needs_staging()); a path that reaches "/" another way is refused
     // rather than bound with the wrong contents.
     const bool on_root = relative(s.dest) == ".";
-    if (!staging_ && root_ && same_mount_root(src.get(), host_.get())) {
+    if (!staging_ && root_ && same_mount_root(src.get(), host_identity())) {
       if (!on_root)
         return fail(sys_error(Operation::bind, s.source, EINVAL, "the host's / bound elsewhere than / must be named \"/\""));
       if (::umount2("/", MNT_DETACH) != 0) return fail(sys_error(Operation::detach, "previous new root"));
       root_.reset();
       fresh_dirs_.clear();
     }
-    Fd tree(::open_tree(src.get(), "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE));
-    if (!tree) return fail(sys_error(Operation::bind, s.source));
-    if (auto r = set_attrs(tree.get(), s.attrs, s.dest); !r) return r;
+    auto cloned = clone_with_attrs(src.get(), true, s.attrs, s.source, s.dest);
+    if (!cloned) return fail(cloned.error());
+    Fd tree = std::move(*cloned);
     if (on_root) {
       auto file = is_file();
       if (!file) return fail(file.error());
@@ -647,9 +669,9 @@ class RootBuilder {
     b.dest_is_file = true;
     Fd src(::openat(staging_.get(), data_name.c_str(), O_PATH | O_CLOEXEC));
     if (!src) return fail(sys_error(Operation::open, s.dest));
-    Fd tree(::open_tree(src.get(), "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH));
-    if (!tree) return fail(sys_error(Operation::bind, s.dest));
-    if (auto r = set_attrs(tree.get(), b.attrs, b.dest); !r) return r;
+    auto cloned = clone_with_attrs(src.get(), false, b.attrs, s.dest, b.dest);
+    if (!cloned) return fail(cloned.error());
+    Fd tree = std::move(*cloned);
     auto dest = destination(s.dest, [] { return Result<bool>(true); }, s.parent_mode, false);
     if (!dest) return fail(dest.error());
     attaching(*dest);
@@ -706,6 +728,11 @@ class RootBuilder {
     return fresh(s, s.no_symlinks ? Operation::mount_layer : Operation::mount_fs, "overlay", options);
   }
 
+  const std::optional<struct statx>& host_identity() {
+    if (!host_identity_) host_identity_ = mount_identity(host_.get());
+    return *host_identity_;
+  }
+
   // Directories nsrun just made empty (the root of each tmpfs it mounted),
   // each with an fd, while nothing can have covered them (attaching()): a
   // destination there is created straight away, without a lookup first
@@ -718,6 +745,7 @@ class RootBuilder {
   Fd host_;     // the host's root
   Fd root_;     // the top of the new root; invalid until a step makes one
   std::string host_prefix_;
+  std::optional<std::optional<struct statx>> host_identity_;  // host_'s, once asked
   unsigned data_files_ = 0;
   unsigned overlays_ = 0;
 };

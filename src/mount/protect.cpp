@@ -37,15 +37,25 @@ Result<void> set_flags(int mnt, uint64_t attrs, bool recursive, std::string_view
   return {};
 }
 
+// A clone of `at` (with what is mounted below it when `recursive`) with
+// `attrs` set: one system call where the kernel has open_tree_attr, the
+// errors named as the two calls name them.
+Result<Fd> clone_flagged(int at, bool recursive, uint64_t attrs, std::string_view what, std::string_view path) {
+  const char* failed = nullptr;
+  Fd tree(sys::open_tree_attrs(at, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0),
+                               attrs, &failed));
+  if (tree) return tree;
+  if (failed != nullptr && std::string_view(failed) == "mount_setattr") return fail(sys_error("protect: mount_setattr", path));
+  return fail(sys_error(what, path));
+}
+
 // `at` bound read-only on itself, with what is mounted below it: writes are
 // EROFS, and as a mount point it cannot be removed, renamed or replaced by
 // a rename onto it (EBUSY), nor hard-linked elsewhere (EXDEV).
 Result<void> read_only_on_itself(int at, std::string_view path) {
-  Fd tree(::open_tree(at, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE));
-  if (!tree) return fail(sys_error("protect: bind", path));
-  if (auto r = set_flags(tree.get(), MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, true, path); !r)
-    return r;
-  return attach_on(tree.get(), at, path);
+  auto tree = clone_flagged(at, true, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, "protect: bind", path);
+  if (!tree) return fail(tree.error());
+  return attach_on(tree->get(), at, path);
 }
 
 // A symlink at (or on the way to) a protected path: the link is not
@@ -55,10 +65,9 @@ Result<void> read_only_on_itself(int at, std::string_view path) {
 Result<void> cover_link(int host, int link, std::string_view path) {
   Fd null(sys::openat2(host, "dev/null", O_PATH | O_CLOEXEC, 0, RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS));
   if (!null) return fail(sys_error("protect: open", "/dev/null"));
-  Fd tree(::open_tree(null.get(), "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH));
-  if (!tree) return fail(sys_error("protect: bind /dev/null on", path));
-  if (auto r = set_flags(tree.get(), sealed_attrs, false, path); !r) return r;
-  return attach_on(tree.get(), link, path);
+  auto tree = clone_flagged(null.get(), false, sealed_attrs, "protect: bind /dev/null on", path);
+  if (!tree) return fail(tree.error());
+  return attach_on(tree->get(), link, path);
 }
 
 // A directory every name of which is one of its own entries bound on a
@@ -154,6 +163,7 @@ Result<void> protect_path(int root, int host, const MountStep& s, ProtectRoot& l
   // for all the protect steps of one root.
   if (last.source != s.source || !last.top) {
     last.source = s.source;
+    last.walker = ProtectWalker();
     last.top = Fd(sys::openat2(root, relative(s.source).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC, 0,
                                RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS));
   }
@@ -172,7 +182,7 @@ Result<void> protect_path(int root, int host, const MountStep& s, ProtectRoot& l
     }
   } pinner;
   pinner.path = s.dest;
-  auto walk = walk_protected(top.get(), s.data, &pinner);
+  auto walk = last.walker.walk(top.get(), s.data, &pinner);
   if (!walk) return fail(walk.error());
   switch (walk->decision.state) {
     case ProtectState::read_only: return read_only_on_itself(walk->at.get(), s.dest);

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "mount/plan.hpp"
+#include "policy/protect.hpp"
 #include "sys/error.hpp"
 #include "sys/fd.hpp"
 
@@ -19,6 +20,7 @@ namespace nsrun {
 struct ProtectRoot {
   std::string source;
   Fd top;
+  ProtectWalker walker;  // the walks below `top`
 };
 
 // `root` is the new root (an fd of its top), `host` the host's root (for

@@ -90,6 +90,7 @@ Result<CapSets> current_sets() {
 
 std::vector<cap_value_t> held_capabilities(const std::vector<cap_value_t>& wanted) {
   std::vector<cap_value_t> keep;
+  if (wanted.empty()) return keep;  // the usual launch: nothing to ask the kernel
   auto sets = current_sets();
   if (!sets) return keep;
   for (cap_value_t c : wanted)

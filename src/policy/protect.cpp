@@ -175,23 +175,44 @@ std::vector<std::string> writable_roots(const Policy& p) {
   return out;
 }
 
+namespace {
+
+// The walk's answer for a missing name whose nearest existing directory is
+// `done` (`dir`, or the root itself when `dir` is empty: the caller's fd,
+// duplicated only if the decision needs it).
+Result<ProtectWalk> missing_walk(int root, Fd dir, std::string_view done, std::string_view rel) {
+  ProtectWalk w;
+  w.decision = missing_below(done);
+  if (w.decision.state == ProtectState::sealed) {
+    if (!dir) dir.reset(::fcntl(root, F_DUPFD_CLOEXEC, 3));
+    if (!dir) return fail(sys_error("dup", std::string(rel)));
+    w.at = std::move(dir);
+  }
+  return w;
+}
+
+std::string_view first_component(std::string_view rel) { return rel.substr(0, rel.find('/')); }
+
+}  // namespace
+
 Result<ProtectWalk> walk_protected(int root, std::string_view rel, DirPinner* pinner) {
   ProtectWalk w;
-  Fd at(::fcntl(root, F_DUPFD_CLOEXEC, 3));
-  if (!at) return fail(sys_error("dup", std::string(rel)));
+  // `at` is the directory reached so far: the root itself (the caller's,
+  // not worth a dup) until the first component is opened.
+  Fd dir;
+  int at = root;
   std::string done;
   std::string_view rest = rel;
   while (true) {
     const std::size_t slash = rest.find('/');
     const std::string part(rest.substr(0, slash));
     rest = slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
-    Fd next(sys::openat2(at.get(), part.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC, 0,
-                         RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH));
+    Fd next(sys::openat2(at, part.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC, 0, RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH));
     if (!next) {
       if (errno != ENOENT) return fail(sys_error("protect", std::string(rel)));
-      w.decision = missing_below(done);
-      w.at = std::move(at);
-      return w;
+      auto missing = missing_walk(root, std::move(dir), done, rel);
+      if (missing) missing->missing_at_root = done.empty();
+      return missing;
     }
     struct stat st{};
     if (::fstat(next.get(), &st) != 0) return fail(sys_error("protect", std::string(rel)));
@@ -207,10 +228,24 @@ Result<ProtectWalk> walk_protected(int root, std::string_view rel, DirPinner* pi
       return w;
     }
     if (pinner)
-      if (auto r = pinner->pin(at.get(), part, next); !r) return fail(r.error());
+      if (auto r = pinner->pin(at, part, next); !r) return fail(r.error());
     done += done.empty() ? part : "/" + part;
-    at = std::move(next);
+    dir = std::move(next);
+    at = dir.get();
   }
+}
+
+Result<ProtectWalk> ProtectWalker::walk(int root, std::string_view rel, DirPinner* pinner) {
+  const std::string_view first = first_component(rel);
+  if (std::find(missing_at_root_.begin(), missing_at_root_.end(), first) != missing_at_root_.end())
+  {
+    auto w = missing_walk(root, Fd(), "", rel);
+    if (w) w->missing_at_root = true;
+    return w;
+  }
+  auto w = walk_protected(root, rel, pinner);
+  if (w && w->missing_at_root) missing_at_root_.emplace_back(first);
+  return w;
 }
 
 std::vector<ProtectedPathState> scan_protected(const Policy& p) {
@@ -219,10 +254,11 @@ std::vector<ProtectedPathState> scan_protected(const Policy& p) {
   if (set.empty()) return out;
   for (const auto& root : writable_roots(p)) {
     Fd top(sys::openat2(AT_FDCWD, root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC, 0, RESOLVE_NO_SYMLINKS));
+    ProtectWalker walker;
     for (const auto& rel : protected_in_root(root, set)) {
       ProtectedPathState st{root, rel, {ProtectState::unreachable, {}}};
       if (top)
-        if (auto w = walk_protected(top.get(), rel, nullptr)) st.decision = w->decision;
+        if (auto w = walker.walk(top.get(), rel, nullptr)) st.decision = w->decision;
       out.push_back(std::move(st));
     }
   }

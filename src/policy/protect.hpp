@@ -109,6 +109,7 @@ struct ProtectWalk {
   ProtectDecision decision;
   Fd at;             // read_only: the path; covered: the link or non-directory met; sealed: the directory
   bool link = false; // covered: `at` is a symlink
+  bool missing_at_root = false;  // the first component itself is missing
 };
 struct DirPinner {
   virtual Result<void> pin(int parent, const std::string& name, Fd& dir) = 0;
@@ -116,6 +117,24 @@ struct DirPinner {
 };
 // `pinner` may be null (scan_protected() only looks).
 Result<ProtectWalk> walk_protected(int root, std::string_view rel, DirPinner* pinner);
+
+// The walks for the protected paths of one writable root in one pass (the
+// executor's protect steps, scan_protected()). A first component found
+// missing at the root is not looked up again for the other paths below it
+// (.git/hooks, .git/config, .git/commondir ... when there is no .git):
+// they get the answer its first walk got, missing_below(""), as if all the
+// walks had run at that one instant. Nothing the pass does creates a name
+// at the root (the executor mounts only on what it found, and seals only
+// directories below the root), so the answer is the one a new walk would
+// give unless the host changes the root meanwhile, which a new walk a
+// moment later would miss as well. One walker per root.
+class ProtectWalker {
+ public:
+  Result<ProtectWalk> walk(int root, std::string_view rel, DirPinner* pinner);
+
+ private:
+  std::vector<std::string> missing_at_root_;
+};
 
 struct ProtectedPathState {
   std::string root;  // the writable root

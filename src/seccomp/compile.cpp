@@ -60,7 +60,8 @@ Result<BpfProgram> export_program(scmp_filter_ctx ctx) {
 #endif
 int fallback_number(std::string_view name) {
   static constexpr std::pair<std::string_view, int> known[] = {
-      {"fchmodat2", 452}, {"setxattrat", 463}, {"removexattrat", 466}, {"file_setattr", 469},
+      {"fchmodat2", 452}, {"setxattrat", 463}, {"removexattrat", 466}, {"open_tree_attr", 467},
+      {"file_setattr", 469},
   };
   for (const auto& [n, nr] : known)
     if (n == name) return nr;

@@ -274,7 +274,7 @@ FilterSpec filter_spec(const FilterKey& key) {
   // (through a nested user namespace) could otherwise rearrange it, and
   // every mount interface is kernel attack surface.
   for (auto name : {"mount", "umount2", "pivot_root", "move_mount", "open_tree", "fsopen", "fsmount",
-                    "fsconfig", "fspick", "mount_setattr"})
+                    "fsconfig", "fspick", "mount_setattr", "open_tree_attr"})
     add(r, name, "the mount tree is fixed before exec");
 
   add_personality(r);

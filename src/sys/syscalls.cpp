@@ -1,7 +1,9 @@
 #include "sys/syscalls.hpp"
 
+#include <fcntl.h>
 #include <linux/sched.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -41,6 +43,38 @@ pid_t clone_fork_into(uint64_t flags, int cgroup_fd) {
 
 int pivot_root(const char* new_root, const char* put_old) {
   return static_cast<int>(syscall(SYS_pivot_root, new_root, put_old));
+}
+
+int open_tree_attrs(int dfd, const char* path, unsigned flags, uint64_t attr_set, const char** failed_call) {
+  // x86_64's number (the same on every architecture since Linux 5.1 but
+  // alpha's); no glibc or kernel header of Debian 12 names it.
+  constexpr long nr_open_tree_attr = 467;
+  // Set at its first failure, whatever the errno (ENOSYS from an older
+  // kernel, EPERM or ENOSYS from a filter around nsrun, a real error): the
+  // process makes the two calls from then on, which is always correct, and
+  // a refused call is not tried again for every bind.
+  static bool unusable = false;
+  struct mount_attr attr{};
+  attr.attr_set = attr_set;
+  if (attr_set != 0 && !unusable) {
+    const long fd = syscall(nr_open_tree_attr, dfd, path, flags, &attr, sizeof attr);
+    if (fd >= 0) return static_cast<int>(fd);
+    unusable = true;
+  }
+  const int fd = ::open_tree(dfd, path, flags);
+  if (fd < 0) {
+    if (failed_call) *failed_call = "open_tree";
+    return -1;
+  }
+  if (attr_set == 0) return fd;
+  if (::mount_setattr(fd, "", AT_EMPTY_PATH | (flags & AT_RECURSIVE), &attr, sizeof attr) != 0) {
+    const int err = errno;
+    ::close(fd);
+    errno = err;
+    if (failed_call) *failed_call = "mount_setattr";
+    return -1;
+  }
+  return fd;
 }
 
 int openat2(int dfd, const char* path, int flags, unsigned mode, uint64_t resolve) {

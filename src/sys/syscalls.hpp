@@ -22,4 +22,14 @@ int pivot_root(const char* new_root, const char* put_old);
 // openat2 with a `resolve` mask (RESOLVE_*).
 int openat2(int dfd, const char* path, int flags, unsigned mode, uint64_t resolve);
 
+// open_tree(dfd, path, flags) with OPEN_TREE_CLONE, and `attr_set` set on
+// the clone as mount_setattr(2) would (recursively when `flags` has
+// AT_RECURSIVE): one system call, open_tree_attr (Linux 6.15), instead of
+// two. Where that call fails for any reason (an older kernel, a filter
+// around nsrun that refuses it, a real error) the two calls are made
+// instead, then and for the rest of the process, so a failure is reported
+// by the call that fails, as before;
+// `failed_call` says which ("open_tree" or "mount_setattr").
+int open_tree_attrs(int dfd, const char* path, unsigned flags, uint64_t attr_set, const char** failed_call = nullptr);
+
 }  // namespace nsrun::sys
