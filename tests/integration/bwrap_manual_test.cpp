@@ -17,8 +17,10 @@
 #include <csignal>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace nsrun_test;
@@ -74,6 +76,33 @@ LockState lock_state(const std::string& path, int cmd) {
   return {l.l_type, l.l_type == F_UNLCK ? 0 : l.l_pid};
 }
 
+// Runs `observe` under the real bwrap (the oracle) and under nsrun's shim:
+// the oracle must see `expected`, and the shim what the oracle saw.
+void check_like_bwrap(const BwrapShim& shim, std::string_view expected,
+                      const std::function<std::string(const std::string& bwrap)>& observe) {
+  std::vector<std::string> seen;
+  for (const std::string& bwrap : {std::string(oracle), shim.path}) seen.push_back(observe(bwrap));
+  CHECK(seen[0] == expected);
+  CHECK(seen[1] == seen[0]);
+}
+
+// `ARGS` (cat /proc/self/status) under both: both succeed and each of
+// `sets` is the same. Returns nsrun's and bwrap's status, in that order.
+std::pair<std::string, std::string> same_capability_sets(const BwrapShim& shim, const std::string& args,
+                                                         std::initializer_list<const char*> sets) {
+  RunResult want = run_under(oracle, args);
+  RunResult got = run_under(shim.path, args);
+  INFO("bwrap stderr: " << want.err);
+  INFO("nsrun stderr: " << got.err);
+  REQUIRE(want.exit_code == 0);
+  REQUIRE(got.exit_code == 0);
+  for (const char* set : sets) {
+    INFO(set);
+    CHECK(cap_line(got.out, set) == cap_line(want.out, set));
+  }
+  return {got.out, want.out};
+}
+
 }  // namespace
 
 TEST_CASE("bwrap manual: --unshare-user-try as root runs as under bwrap", "[bwrap][manual]") {
@@ -109,39 +138,21 @@ TEST_CASE("bwrap manual: uid 0 keeps every capability bwrap keeps", "[bwrap][man
   const uint64_t held = cap_value(read_file("/proc/self/status"), "CapEff:");
 
   SECTION("in a user namespace, as uid 0 there (root, and the unprivileged user with --uid 0)") {
-    const std::string args = "--ro-bind / / --unshare-user --uid 0 " + drops + " cat /proc/self/status";
-    RunResult want = run_under(oracle, args);
-    RunResult got = run_under(shim.path, args);
-    INFO("bwrap stderr: " << want.err);
-    INFO("nsrun stderr: " << got.err);
-    REQUIRE(want.exit_code == 0);
-    REQUIRE(got.exit_code == 0);
-    for (const char* set : {"CapInh:", "CapPrm:", "CapEff:", "CapBnd:", "CapAmb:"}) {
-      INFO(set);
-      CHECK(cap_line(got.out, set) == cap_line(want.out, set));
-    }
+    const auto [got, want] = same_capability_sets(shim, "--ro-bind / / --unshare-user --uid 0 " + drops + " cat /proc/self/status",
+                                                  {"CapInh:", "CapPrm:", "CapEff:", "CapBnd:", "CapAmb:"});
     // Root keeps what it held, less the two; others never get any.
-    CHECK(cap_value(got.out, "CapEff:") == (is_root() ? held & ~dropped : 0));
+    CHECK(cap_value(got, "CapEff:") == (is_root() ? held & ~dropped : 0));
   }
   SECTION("as root without a user namespace") {
     if (!is_root()) SKIP("only root runs bwrap without a user namespace");
-    const std::string args = "--ro-bind / / " + drops + " cat /proc/self/status";
-    RunResult want = run_under(oracle, args);
-    RunResult got = run_under(shim.path, args);
-    INFO("bwrap stderr: " << want.err);
-    INFO("nsrun stderr: " << got.err);
-    REQUIRE(want.exit_code == 0);
-    REQUIRE(got.exit_code == 0);
-    for (const char* set : {"CapInh:", "CapPrm:", "CapEff:", "CapAmb:"}) {
-      INFO(set);
-      CHECK(cap_line(got.out, set) == cap_line(want.out, set));
-    }
-    CHECK(cap_value(got.out, "CapEff:") == (held & ~dropped));
+    const auto [got, want] =
+        same_capability_sets(shim, "--ro-bind / / " + drops + " cat /proc/self/status", {"CapInh:", "CapPrm:", "CapEff:", "CapAmb:"});
+    CHECK(cap_value(got, "CapEff:") == (held & ~dropped));
     // bwrap leaves root's bounding set alone here; nsrun empties it down to
     // what is kept (docs/bwrap.md): never more than bwrap's.
-    const uint64_t bnd = cap_value(got.out, "CapBnd:");
-    CHECK((bnd & ~cap_value(want.out, "CapBnd:")) == 0);
-    CHECK(bnd == cap_value(got.out, "CapPrm:"));
+    const uint64_t bnd = cap_value(got, "CapBnd:");
+    CHECK((bnd & ~cap_value(want, "CapBnd:")) == 0);
+    CHECK(bnd == cap_value(got, "CapPrm:"));
   }
 }
 
@@ -193,8 +204,7 @@ TEST_CASE("bwrap manual: mount points made for binds are 0755 directories and 04
   require_userns();
   require_oracle();
   BwrapShim shim;
-  std::vector<std::string> modes;
-  for (const std::string& bwrap : {std::string(oracle), shim.path}) {
+  check_like_bwrap(shim, "file 0444 | dir 0755 | file 0444", [](const std::string& bwrap) {
     TempDir ws("mp");
     // Inside a bind of a host directory, so the mount points land on the host.
     RunResult r = run_under(bwrap, fmt::format("--ro-bind / / --bind {0} {0} --ro-bind /etc/hostname {0}/newfile "
@@ -202,18 +212,16 @@ TEST_CASE("bwrap manual: mount points made for binds are 0755 directories and 04
                                                shell_quote(ws.path())));
     INFO(bwrap << " stderr: " << r.err);
     CHECK(r.exit_code == 0);
-    modes.push_back(fmt::format("{} | {} | {}", mode_of(ws / "newfile"), mode_of(ws / "newdir"), mode_of(ws / "newdev")));
-  }
-  CHECK(modes[0] == "file 0444 | dir 0755 | file 0444");
-  CHECK(modes[1] == modes[0]);
+    return fmt::format("{} | {} | {}", mode_of(ws / "newfile"), mode_of(ws / "newdir"), mode_of(ws / "newdev"));
+  });
 }
 
 TEST_CASE("bwrap manual: --dir leaves an existing directory's mode alone; --perms and --chmod", "[bwrap][manual][modes]") {
   require_userns();
   require_oracle();
   BwrapShim shim;
-  std::vector<std::string> seen;
-  for (const std::string& bwrap : {std::string(oracle), shim.path}) {
+  check_like_bwrap(shim, "700\n754\n1741\n755\n705\ndir 0700 | dir 0754 | dir 1741 | dir 0755 | dir 0705",
+                   [](const std::string& bwrap) {
     TempDir ws("dir");
     make_dir(ws / "d710");
     REQUIRE(::chmod((ws / "d710").c_str(), 0710) == 0);
@@ -228,11 +236,9 @@ TEST_CASE("bwrap manual: --dir leaves an existing directory's mode alone; --perm
     INFO(bwrap << " stderr: " << r.err);
     CHECK(r.exit_code == 0);
     // Inside, and on the host where they were made.
-    seen.push_back(r.out + fmt::format("{} | {} | {} | {} | {}", mode_of(ws / "d710"), mode_of(ws / "d754"),
-                                       mode_of(ws / "made"), mode_of(ws / "plain"), mode_of(ws / "chm")));
-  }
-  CHECK(seen[0] == "700\n754\n1741\n755\n705\ndir 0700 | dir 0754 | dir 1741 | dir 0755 | dir 0705");
-  CHECK(seen[1] == seen[0]);
+    return r.out + fmt::format("{} | {} | {} | {} | {}", mode_of(ws / "d710"), mode_of(ws / "d754"),
+                               mode_of(ws / "made"), mode_of(ws / "plain"), mode_of(ws / "chm"));
+  });
 }
 
 TEST_CASE("bwrap manual: bad --size, --perms and --size twice, --as-pid-1 with --lock-file", "[bwrap][manual][errors]") {

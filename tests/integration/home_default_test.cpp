@@ -5,6 +5,7 @@
 // caller's, 0700; and the default credentials stay hidden inside the cow
 // home: not readable by any name, not writable, never copied up.
 #include "harness.hpp"
+#include "manifest.hpp"
 
 #include <catch2/catch_test_macros.hpp>
 
@@ -18,33 +19,6 @@
 using namespace nsrun_test;
 
 namespace {
-
-// Every path below `root`, with its mode, owner and contents (or target).
-std::map<std::string, std::string> manifest(const std::string& root) {
-  static std::map<std::string, std::string>* out;
-  static std::size_t skip;
-  std::map<std::string, std::string> m;
-  out = &m;
-  skip = root.size();
-  nftw(
-      root.c_str(),
-      [](const char* p, const struct stat* st, int, FTW*) {
-        std::string what = S_ISREG(st->st_mode) ? read_file(p) : S_ISLNK(st->st_mode) ? read_link(p) : std::string();
-        (*out)[std::string(p).substr(skip)] =
-            std::to_string(st->st_mode) + " " + std::to_string(st->st_uid) + " " + what;
-        return 0;
-      },
-      16, FTW_PHYS);
-  return m;
-}
-
-// The names below `root`, relative to it.
-std::vector<std::string> names_below(const std::string& root) {
-  std::vector<std::string> out;
-  for (const auto& [k, v] : manifest(root))
-    if (!k.empty()) out.push_back(k.substr(1));
-  return out;
-}
 
 struct Home {
   TempDir ws{"hd-ws"};

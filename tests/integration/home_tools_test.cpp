@@ -3,6 +3,7 @@
 // byte-identical. Offline: each test builds its own package; no registry is
 // reached. A tool this machine (or this user) lacks is a loud skip.
 #include "harness.hpp"
+#include "manifest.hpp"
 
 #include <catch2/catch_test_macros.hpp>
 
@@ -10,32 +11,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <functional>
 #include <map>
 #include <string>
 
 using namespace nsrun_test;
 
 namespace {
-
-std::map<std::string, std::string> home_manifest(const std::string& root) {
-  static std::map<std::string, std::string>* out;
-  static std::size_t skip;
-  std::map<std::string, std::string> m;
-  out = &m;
-  skip = root.size();
-  nftw(
-      root.c_str(),
-      [](const char* p, const struct stat* st, int, FTW*) {
-        std::string what = S_ISREG(st->st_mode) ? std::to_string(std::hash<std::string>{}(read_file(p)))
-                           : S_ISLNK(st->st_mode) ? read_link(p)
-                                                  : std::string();
-        (*out)[std::string(p).substr(skip)] = std::to_string(st->st_mode) + " " + what;
-        return 0;
-      },
-      16, FTW_PHYS);
-  return m;
-}
 
 // A tool the test user can execute, else a loud skip.
 void need(const std::string& path, std::string_view what) {
@@ -51,7 +32,7 @@ struct Home {
     write_file(home / ".bashrc", "# real\n");
     make_dir(home / ".config");
     write_file(home / ".config/settings", "keep\n");
-    before = home_manifest(home.path());
+    before = manifest(home.path());
   }
   RunResult sandboxed(const std::string& script, std::vector<std::string> env = {}) {
     RunOptions o = at(ws);
@@ -61,6 +42,20 @@ struct Home {
     return nsrun({"--home", "cow", "--", "sh", "-c", script}, o);
   }
 };
+
+// What the npm and pip cases hold: the first run succeeds and prints
+// `first_out`, the second finds in the layer what the first left there and
+// prints `second_out`, and the real home is byte-identical after both.
+void warm_on_second_run(Home& h, const std::string& first_script, std::string_view first_out,
+                        const std::string& second_script, std::string_view second_out) {
+  RunResult first = h.sandboxed(first_script);
+  INFO(first.out << first.err);
+  REQUIRE(first.exit_code == 0);
+  CHECK(first.out == first_out);
+  RunResult second = h.sandboxed(second_script);
+  CHECK(second.out == second_out);
+  CHECK(manifest(h.home.path()) == h.before);
+}
 
 }  // namespace
 
@@ -72,17 +67,13 @@ TEST_CASE("cow home: npm install of a local tarball, cache warm on the second ru
   write_file(h.ws / "fixture/package.json", R"({"name":"nsrun-fixture","version":"1.0.0","main":"index.js"})");
   write_file(h.ws / "fixture/index.js", "module.exports = 42;\n");
   const std::string npm = "npm --offline --no-audit --no-fund --no-update-notifier";
-  RunResult first = h.sandboxed("set -e; cd fixture && " + npm + " pack >/dev/null && cd .. && mkdir app && cd app && " +
-                                npm + " init -y >/dev/null && " + npm +
-                                " install ../fixture/nsrun-fixture-1.0.0.tgz >/dev/null && node -e "
-                                "'console.log(require(\"nsrun-fixture\"))'");
-  INFO(first.out << first.err);
-  REQUIRE(first.exit_code == 0);
-  CHECK(first.out == "42\n");
   // The second run sees the first one's cache in the layer.
-  RunResult second = h.sandboxed("ls ~/.npm/_cacache >/dev/null && echo warm");
-  CHECK(second.out == "warm\n");
-  CHECK(home_manifest(h.home.path()) == h.before);
+  warm_on_second_run(h,
+                     "set -e; cd fixture && " + npm + " pack >/dev/null && cd .. && mkdir app && cd app && " + npm +
+                         " init -y >/dev/null && " + npm +
+                         " install ../fixture/nsrun-fixture-1.0.0.tgz >/dev/null && node -e "
+                         "'console.log(require(\"nsrun-fixture\"))'",
+                     "42\n", "ls ~/.npm/_cacache >/dev/null && echo warm", "warm\n");
 }
 
 TEST_CASE("cow home: pip install --user of a local wheel, there on the second run", "[cow][home][tools]") {
@@ -101,15 +92,11 @@ TEST_CASE("cow home: pip install --user of a local wheel, there on the second ru
       "w.close()\n";
   write_file(h.ws / "build.py", build);
   REQUIRE(run({"/usr/bin/python3", "build.py"}, at(h.ws)).exit_code == 0);
-  RunResult first = h.sandboxed(
+  warm_on_second_run(
+      h,
       "/usr/bin/python3 -m pip install --user --no-index --no-cache-dir --break-system-packages --disable-pip-version-check "
-      "./nsrun_fixture-1.0-py3-none-any.whl >/dev/null && /usr/bin/python3 -c 'import nsrun_fixture; print(nsrun_fixture.VALUE)'");
-  INFO(first.out << first.err);
-  REQUIRE(first.exit_code == 0);
-  CHECK(first.out == "42\n");
-  RunResult second = h.sandboxed("/usr/bin/python3 -c 'import nsrun_fixture; print(nsrun_fixture.VALUE)'");
-  CHECK(second.out == "42\n");
-  CHECK(home_manifest(h.home.path()) == h.before);
+      "./nsrun_fixture-1.0-py3-none-any.whl >/dev/null && /usr/bin/python3 -c 'import nsrun_fixture; print(nsrun_fixture.VALUE)'",
+      "42\n", "/usr/bin/python3 -c 'import nsrun_fixture; print(nsrun_fixture.VALUE)'", "42\n");
 }
 
 TEST_CASE("cow home: cargo build of a path-only crate", "[cow][home][tools]") {
@@ -133,7 +120,7 @@ TEST_CASE("cow home: cargo build of a path-only crate", "[cow][home][tools]") {
   RunResult second = h.sandboxed("cd crate && cargo build --offline 2>&1", env);
   CHECK(second.exit_code == 0);
   CHECK(second.out.find("Compiling") == std::string::npos);
-  CHECK(home_manifest(h.home.path()) == h.before);
+  CHECK(manifest(h.home.path()) == h.before);
 }
 
 TEST_CASE("cow home: a ccache-wrapped compile hits the cache on the second run", "[cow][home][tools]") {
@@ -151,7 +138,7 @@ TEST_CASE("cow home: a ccache-wrapped compile hits the cache on the second run",
   REQUIRE(second.exit_code == 0);
   CHECK((second.out.find("direct_cache_hit\t1") != std::string::npos ||
          second.out.find("preprocessed_cache_hit\t1") != std::string::npos));
-  CHECK(home_manifest(h.home.path()) == h.before);
+  CHECK(manifest(h.home.path()) == h.before);
 }
 
 TEST_CASE("cow home on the Landlock rung: caches redirected, the home read-only, stated in the report",
@@ -178,5 +165,5 @@ TEST_CASE("cow home on the Landlock rung: caches redirected, the home read-only,
   INFO(second.out << second.err);
   CHECK((second.out.find("direct_cache_hit\t1") != std::string::npos ||
          second.out.find("preprocessed_cache_hit\t1") != std::string::npos));
-  CHECK(home_manifest(h.home.path()) == h.before);
+  CHECK(manifest(h.home.path()) == h.before);
 }

@@ -6,6 +6,7 @@
 // stderr), on both rungs where a rung is involved, and runs as root and as
 // the unprivileged user (tools/run-tests.sh runs the suite twice).
 #include "harness.hpp"
+#include "rungs.hpp"
 
 #include <catch2/catch_test_macros.hpp>
 #include <fmt/format.h>
@@ -19,11 +20,6 @@
 using namespace nsrun_test;
 
 namespace {
-
-std::vector<std::string> concat(std::vector<std::string> a, const std::vector<std::string>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
 
 bool is_regular(const std::string& path) {
   struct stat st{};
@@ -45,9 +41,19 @@ void check_report_in_place(const RunResult& r, const std::string& report, const 
   CHECK(read_file(report).starts_with(R"({"rung":)"));
 }
 
-#define RUNG_CASE(fn, title, tags)                                                     \
-  TEST_CASE(title " (namespace rung)", "[input]" tags) { fn(Rung::namespaces); }      \
-  TEST_CASE(title " (landlock rung)", "[input][landlock]" tags) { fn(Rung::landlock); }
+// `nsrun BEFORE touch WS/ran AFTER` through sh, under 256 MiB of address
+// space and a 20 s timeout: an unbounded read used to grow until
+// std::bad_alloc; the caps (16 MiB) are far below this.
+RunResult run_bounded(const TempDir& ws, std::string_view before, std::string_view after = "") {
+  RunOptions opts = at(ws);
+  opts.timeout = 20s;
+  return run({"/bin/sh", "-c",
+              fmt::format("ulimit -v 262144; exec {} {} touch {}{}", shell_quote(nsrun_path()), before,
+                          shell_quote(ws / "ran"), after)},
+             opts);
+}
+
+#define RUNG_CASE(fn, title, tags) NSRUN_BOTH_RUNGS("[input]", title, tags, fn)
 
 }  // namespace
 
@@ -209,14 +215,7 @@ RUNG_CASE(nul_in_policy, "a NUL in a policy path, env entry or argument is refus
 
 TEST_CASE("an endless policy file is refused in one line, in bounded time and memory", "[input][cap]") {
   TempDir ws("ws");
-  RunOptions opts = at(ws);
-  opts.timeout = 20s;
-  // 256 MiB of address space: an unbounded read used to grow until
-  // std::bad_alloc; the cap (16 MiB) is far below this.
-  RunResult r = run({"/bin/sh", "-c",
-                     fmt::format("ulimit -v 262144; exec {} --policy /dev/zero -- touch {}", shell_quote(nsrun_path()),
-                                 shell_quote(ws / "ran"))},
-                    opts);
+  RunResult r = run_bounded(ws, "--policy /dev/zero --");
   INFO(r.err);
   CHECK(r.exit_code == 125);
   CHECK(r.err == "nsrun: --policy: /dev/zero: larger than 16777216 bytes\n");
@@ -225,12 +224,7 @@ TEST_CASE("an endless policy file is refused in one line, in bounded time and me
 
 TEST_CASE("bwrap --args from an endless fd: exit 1, one line, in bounded time and memory", "[input][cap][bwrap]") {
   TempDir ws("ws");
-  RunOptions opts = at(ws);
-  opts.timeout = 20s;
-  RunResult r = run({"/bin/sh", "-c",
-                     fmt::format("ulimit -v 262144; exec {} bwrap --args 9 touch {} 9</dev/zero",
-                                 shell_quote(nsrun_path()), shell_quote(ws / "ran"))},
-                    opts);
+  RunResult r = run_bounded(ws, "bwrap --args 9", " 9</dev/zero");
   INFO(r.err);
   CHECK(r.exit_code == 1);
   CHECK(r.err == "bwrap: Can't read --args data: File too large\n");
@@ -239,13 +233,8 @@ TEST_CASE("bwrap --args from an endless fd: exit 1, one line, in bounded time an
 
 TEST_CASE("bwrap --file and --seccomp from an endless fd: exit 1, one line", "[input][cap][bwrap]") {
   TempDir ws("ws");
-  RunOptions opts = at(ws);
-  opts.timeout = 20s;
   for (const std::string option : {"--file 9 /x", "--seccomp 9"}) {
-    RunResult r = run({"/bin/sh", "-c",
-                       fmt::format("ulimit -v 262144; exec {} bwrap --ro-bind / / {} touch {} 9</dev/zero",
-                                   shell_quote(nsrun_path()), option, shell_quote(ws / "ran"))},
-                      opts);
+    RunResult r = run_bounded(ws, "bwrap --ro-bind / / " + option, " 9</dev/zero");
     INFO(option << ": " << r.err);
     CHECK(r.exit_code == 1);
     CHECK(count_lines(r.err) == 1);

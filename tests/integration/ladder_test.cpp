@@ -12,6 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,18 @@ const json::Value& rung(const json::Value& doc, std::string_view name) {
   return doc;
 }
 
+// `nsrun probe --json` under OUTER, from `ws`: it exits `status` (when
+// given) and names `reason` for the namespace rung. Returns the document.
+json::Value probe_json(const std::vector<std::string>& outer_opts, const TempDir& ws, std::string_view reason,
+                       std::optional<int> status = std::nullopt) {
+  RunResult p = outer(outer_opts, {"probe", "--json"}, at(ws));
+  INFO(p.out << p.err);
+  if (status) CHECK(p.exit_code == *status);
+  json::Value doc = parse_json(p.out);
+  CHECK(str(rung(doc, "namespaces"), "reason") == reason);
+  return doc;
+}
+
 RunOptions env_at(const TempDir& dir, std::vector<std::string> env = {}) {
   RunOptions o = at(dir);
   o.env = std::move(env);
@@ -95,10 +108,7 @@ TEST_CASE("masked /proc: the namespace rung refuses with the way out, the comman
   CHECK_FALSE(file_exists(marker));
 
   SECTION("nsrun probe says proc-masked") {
-    RunResult p = outer(masked_proc(), {"probe", "--json"}, at(ws));
-    INFO(p.out << p.err);
-    json::Value doc = parse_json(p.out);
-    CHECK(str(rung(doc, "namespaces"), "reason") == "proc-masked");
+    probe_json(masked_proc(), ws, "proc-masked");
   }
 }
 
@@ -236,12 +246,8 @@ TEST_CASE("user namespaces refused: auto moves to Landlock and keeps the promise
   }
 
   SECTION("nsrun probe --json: namespaces userns-denied, landlock usable") {
-    RunResult r = outer(deny, {"probe", "--json"}, at(ws));
-    INFO(r.out << r.err);
-    CHECK(r.exit_code == 0);
-    json::Value doc = parse_json(r.out);
+    json::Value doc = probe_json(deny, ws, "userns-denied", 0);
     CHECK(str(doc, "selected") == "landlock");
-    CHECK(str(rung(doc, "namespaces"), "reason") == "userns-denied");
     CHECK(rung(doc, "landlock").find("usable")->as_bool());
     CHECK(rung(doc, "landlock").find("abi")->as_int() == landlock_abi());
   }
@@ -262,12 +268,8 @@ TEST_CASE("namespaces and Landlock both refused: exit 125 naming both rungs", "[
   CHECK_FALSE(file_exists(marker));
 
   SECTION("nsrun probe --json names both codes and exits 1") {
-    RunResult p = outer(deny, {"probe", "--json"}, at(ws));
-    INFO(p.out << p.err);
-    CHECK(p.exit_code == 1);
-    json::Value doc = parse_json(p.out);
+    json::Value doc = probe_json(deny, ws, "userns-denied", 1);
     CHECK(str(doc, "selected") == "none");
-    CHECK(str(rung(doc, "namespaces"), "reason") == "userns-denied");
     CHECK(str(rung(doc, "landlock"), "reason") == "landlock-missing");
   }
   SECTION("full-access still runs") {
@@ -291,9 +293,7 @@ TEST_CASE("PID or mount namespaces refused by a limit: named, and Landlock runs 
       std::string marker = ws / "marker";
       std::string report = out / "report.json";
       const std::vector<std::string> limit{"--userns", "--sysctl", sysctl};
-      RunResult p = outer(limit, {"probe", "--json"}, at(ws));
-      INFO(p.out << p.err);
-      CHECK(str(rung(parse_json(p.out), "namespaces"), "reason") == code);
+      probe_json(limit, ws, code);
 
       RunResult r = outer(limit, {"--report", report, "--", probe_path(), "write", marker, "ran"}, at(ws));
       INFO(r.err);

@@ -8,6 +8,7 @@
 // unprivileged user (tools/run-tests.sh), and what an rlimit can keep
 // differs between the two: the tests assert what the report then claims.
 #include "harness.hpp"
+#include "reported.hpp"
 
 #include <catch2/catch_test_macros.hpp>
 #include <fmt/format.h>
@@ -26,32 +27,6 @@ using namespace nsrun_test;
 
 namespace {
 
-std::vector<std::string> concat(std::vector<std::string> a, const std::vector<std::string>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
-
-// Runs nsrun with a report in a directory of its own and returns both.
-struct Reported {
-  RunResult run;
-  nsrun::json::Value report;
-};
-
-Reported run_reported(const TempDir& ws, const std::vector<std::string>& args, Millis timeout = 30s) {
-  TempDir out("report");
-  const std::string path = out / "r.json";
-  RunOptions opts = at(ws);
-  opts.timeout = timeout;
-  Reported r;
-  r.run = nsrun_test::nsrun(concat({"--report", path}, args), opts);
-  if (file_exists(path)) {
-    auto doc = nsrun::json::parse(read_file(path));
-    if (doc) r.report = std::move(*doc);
-  }
-  return r;
-}
-
-std::string str(const nsrun::json::Value* v) { return v != nullptr && v->is_string() ? v->as_string() : "<none>"; }
 int64_t num(const nsrun::json::Value* v) { return v != nullptr && v->is_int() ? v->as_int() : -1; }
 
 const nsrun::json::Value* at_path(const nsrun::json::Value& root, std::initializer_list<std::string_view> keys) {
@@ -251,9 +226,7 @@ void rlimits_applied(Rung rung) {
 
 }  // namespace
 
-#define BOTH_RUNGS(title, tags, fn)                                                              \
-  TEST_CASE(title " (namespace rung)", "[limits]" tags) { fn(Rung::namespaces); }                \
-  TEST_CASE(title " (landlock rung)", "[limits][landlock]" tags) { fn(Rung::landlock); }
+#define BOTH_RUNGS(title, tags, fn) NSRUN_BOTH_RUNGS("[limits]", title, tags, fn)
 
 BOTH_RUNGS("a fork bomb stops at --limit-pids, or nsrun refuses to pretend", "[pids]", fork_bomb_stops)
 BOTH_RUNGS("--limits best-effort runs and reports pids as none where nothing keeps it", "[pids]", fork_bomb_best_effort)

@@ -2,6 +2,7 @@
 // checked on the host afterwards: a private PID namespace and procfs, the
 // file-effect promise of each mode, and a process without privileges.
 #include "harness.hpp"
+#include "probe_cmd.hpp"
 
 #include <catch2/catch_test_macros.hpp>
 #include <fmt/format.h>
@@ -14,20 +15,6 @@
 using namespace nsrun_test;
 
 namespace {
-
-// `nsrun OPTIONS -- nsrun-probe ARGS`, run from `cwd` (the default workspace).
-RunResult probe_under(const std::vector<std::string>& options,
-                      const std::vector<std::string>& probe_args, const TempDir& cwd) {
-  std::vector<std::string> args = options;
-  args.push_back("--");
-  args.push_back(probe_path());
-  args.insert(args.end(), probe_args.begin(), probe_args.end());
-  return nsrun(args, at(cwd));
-}
-
-std::string probe_sh(const std::string& probe_args) {
-  return shell_quote(probe_path()) + " " + probe_args;
-}
 
 }  // namespace
 
@@ -50,16 +37,10 @@ TEST_CASE("/proc inside lists only the sandbox's processes", "[namespace][proc]"
   TempDir ws;
 
   SECTION("under nsrun's PID 1 the command is PID 2, and nothing else is there") {
-    RunResult r = probe_under({}, {"pids"}, ws);
-    INFO(r.err);
-    CHECK(r.exit_code == 0);
-    CHECK(r.out == "1 2\n");
+    check_probe({}, {"pids"}, ws, 0, "1 2\n");
   }
   SECTION("with --as-pid-1 the command is alone") {
-    RunResult r = probe_under({"--as-pid-1"}, {"pids"}, ws);
-    INFO(r.err);
-    CHECK(r.exit_code == 0);
-    CHECK(r.out == "1\n");
+    check_probe({"--as-pid-1"}, {"pids"}, ws, 0, "1\n");
   }
 }
 
@@ -82,10 +63,7 @@ TEST_CASE("a host process and its /proc magic links are absent inside", "[namesp
 
     std::vector<std::string> args{"exists"};
     args.insert(args.end(), paths.begin(), paths.end());
-    RunResult r = probe_under({}, args, ws);
-    INFO(r.err);
-    CHECK(r.exit_code == 0);
-    CHECK(r.out == "no no no no no\n");
+    check_probe({}, args, ws, 0, "no no no no no\n");
   }
 }
 
@@ -131,10 +109,7 @@ TEST_CASE("read-only mode: no write reaches the host", "[namespace][mode]") {
   };
   for (const auto& a : attempts) {
     INFO("nsrun-probe " << join(a.probe));
-    RunResult r = probe_under({"--mode", "read-only"}, a.probe, ws);
-    INFO(r.err);
-    CHECK(r.exit_code == 1);
-    CHECK(r.out == "error EROFS\n");
+    check_probe({"--mode", "read-only"}, a.probe, ws, 1, "error EROFS\n");
   }
   CHECK_FALSE(file_exists(ws / "new"));
   CHECK_FALSE(file_exists(ws / "dir"));
@@ -177,10 +152,7 @@ TEST_CASE("workspace-write: the workspace is writable but the rest of the host i
   TempDir host("host");
 
   SECTION("the workspace defaults to the current directory") {
-    RunResult r = probe_under({}, {"write", ws / "out", "hello"}, ws);
-    INFO(r.err);
-    CHECK(r.exit_code == 0);
-    CHECK(r.out == "ok\n");
+    check_probe({}, {"write", ws / "out", "hello"}, ws, 0, "ok\n");
     REQUIRE(file_exists(ws / "out"));
     CHECK(read_file(ws / "out") == "hello");
 
@@ -198,10 +170,7 @@ TEST_CASE("workspace-write: the workspace is writable but the rest of the host i
   }
   SECTION("--workspace DIR replaces the current directory") {
     TempDir other("ws2");
-    RunResult r = probe_under({"--workspace", other.path()}, {"write", other / "f", "w2"}, ws);
-    INFO(r.err);
-    CHECK(r.exit_code == 0);
-    CHECK(r.out == "ok\n");
+    check_probe({"--workspace", other.path()}, {"write", other / "f", "w2"}, ws, 0, "ok\n");
     REQUIRE(file_exists(other / "f"));
     CHECK(read_file(other / "f") == "w2");
 
@@ -218,10 +187,7 @@ TEST_CASE("--writable DIR adds a writable root", "[namespace][mode]") {
   require_userns();
   TempDir ws("ws");
   TempDir extra("extra");
-  RunResult r = probe_under({"--writable", extra.path()}, {"write", extra / "f", "data"}, ws);
-  INFO(r.err);
-  CHECK(r.exit_code == 0);
-  CHECK(r.out == "ok\n");
+  check_probe({"--writable", extra.path()}, {"write", extra / "f", "data"}, ws, 0, "ok\n");
   REQUIRE(file_exists(extra / "f"));
   CHECK(read_file(extra / "f") == "data");
 
@@ -238,11 +204,7 @@ TEST_CASE("--ro DIR inside the workspace stays read-only", "[namespace][mode]") 
   make_dir(ws / "protected");
   write_file(ws / "protected/file", "original");
 
-  RunResult r = probe_under({"--ro", ws / "protected"},
-                            {"write", ws / "protected/new", "data"}, ws);
-  INFO(r.err);
-  CHECK(r.exit_code == 1);
-  CHECK(r.out == "error EROFS\n");
+  check_probe({"--ro", ws / "protected"}, {"write", ws / "protected/new", "data"}, ws, 1, "error EROFS\n");
   CHECK_FALSE(file_exists(ws / "protected/new"));
 
   RunResult over = probe_under({"--ro", ws / "protected"},
@@ -306,13 +268,9 @@ TEST_CASE("inside every capability is dropped and no_new_privs is set", "[namesp
   TempDir ws;
   for (bool as_pid_1 : {false, true}) {
     DYNAMIC_SECTION((as_pid_1 ? "--as-pid-1" : "under nsrun's PID 1")) {
-      std::vector<std::string> options;
-      if (as_pid_1) options.push_back("--as-pid-1");
+      const std::vector<std::string> options = pid1_options(as_pid_1);
 
-      RunResult r = probe_under(options, {"status", "CapEff", "NoNewPrivs"}, ws);
-      INFO(r.err);
-      CHECK(r.exit_code == 0);
-      CHECK(r.out == "CapEff=0000000000000000 NoNewPrivs=1\n");
+      check_probe(options, {"status", "CapEff", "NoNewPrivs"}, ws, 0, "CapEff=0000000000000000 NoNewPrivs=1\n");
 
       RunResult all = probe_under(options, {"status", "CapInh", "CapPrm", "CapBnd", "CapAmb"}, ws);
       INFO(all.err);
@@ -327,10 +285,7 @@ TEST_CASE("inside every capability is dropped and no_new_privs is set", "[namesp
 TEST_CASE("inside the uid and gid are the caller's", "[namespace][ids]") {
   require_userns();
   TempDir ws;
-  RunResult r = probe_under({}, {"ids"}, ws);
-  INFO(r.err);
-  CHECK(r.exit_code == 0);
-  CHECK(r.out == fmt::format("uid={} gid={}\n", getuid(), getgid()));
+  check_probe({}, {"ids"}, ws, 0, fmt::format("uid={} gid={}\n", getuid(), getgid()));
 }
 
 // nsrun creates mount points in a tmpfs it just mounted straight from that

@@ -1,6 +1,7 @@
 // The process model: nsrun -> PID 1 (the reaper) -> the command. Exit
 // statuses, signal forwarding, reaping, and nothing left behind.
 #include "harness.hpp"
+#include "probe_cmd.hpp"
 
 #include <catch2/catch_test_macros.hpp>
 #include <fmt/format.h>
@@ -20,19 +21,11 @@ using namespace nsrun_test;
 
 namespace {
 
-std::string probe_sh(const std::string& probe_args) {
-  return shell_quote(probe_path()) + " " + probe_args;
-}
-
-std::vector<std::string> with_probe(std::vector<std::string> options,
-                                    const std::vector<std::string>& probe_args) {
-  options.push_back("--");
-  options.push_back(probe_path());
-  options.insert(options.end(), probe_args.begin(), probe_args.end());
-  return options;
-}
-
-void check_nsrun_message(const RunResult& r) {
+// Runs nsrun ARGS in `ws`: it ends with `status` and says why on one line of
+// its own.
+void check_refused(const std::vector<std::string>& args, const TempDir& ws, int status) {
+  RunResult r = nsrun(args, at(ws));
+  CHECK(r.exit_code == status);
   INFO("stderr: " << r.err);
   CHECK(r.err.starts_with("nsrun: "));
 }
@@ -88,9 +81,7 @@ TEST_CASE("a file that is not executable: 126", "[process][exit]") {
   std::string script = ws / "not-executable";
   write_file(script, "#!/bin/sh\nexit 0\n", 0644);
 
-  RunResult r = nsrun({"--", script}, at(ws));
-  CHECK(r.exit_code == 126);
-  check_nsrun_message(r);
+  check_refused({"--", script}, ws, 126);
 }
 
 TEST_CASE("a command that does not exist: 127", "[process][exit]") {
@@ -98,9 +89,7 @@ TEST_CASE("a command that does not exist: 127", "[process][exit]") {
   TempDir ws;
   for (std::string command : {"no-such-command-xyz", "/no/such/dir/no-such-command-xyz"}) {
     DYNAMIC_SECTION(command) {
-      RunResult r = nsrun({"--", command}, at(ws));
-      CHECK(r.exit_code == 127);
-      check_nsrun_message(r);
+      check_refused({"--", command}, ws, 127);
     }
   }
 }
@@ -108,10 +97,7 @@ TEST_CASE("a command that does not exist: 127", "[process][exit]") {
 TEST_CASE("nsrun's own failure: 125", "[process][exit]") {
   require_userns();
   TempDir ws;
-  RunResult r = nsrun(with_probe({"--mode", "no-such-mode"}, {"write", ws / "marker"}),
-                      at(ws));
-  CHECK(r.exit_code == 125);
-  check_nsrun_message(r);
+  check_refused(with_probe({"--mode", "no-such-mode"}, {"write", ws / "marker"}), ws, 125);
   CHECK_FALSE(file_exists(ws / "marker"));
 }
 
@@ -139,12 +125,7 @@ TEST_CASE("the command sees its child in /proc then kills it and waits for it",
   TempDir ws;
   for (bool as_pid_1 : {false, true}) {
     DYNAMIC_SECTION((as_pid_1 ? "--as-pid-1" : "under nsrun's PID 1")) {
-      std::vector<std::string> options;
-      if (as_pid_1) options.push_back("--as-pid-1");
-      RunResult r = nsrun(with_probe(options, {"spawn-kill"}), at(ws));
-      INFO(r.err);
-      CHECK(r.exit_code == 0);
-      CHECK(r.out == "seen killed 9\n");
+      check_probe(pid1_options(as_pid_1), {"spawn-kill"}, ws, 0, "seen killed 9\n");
     }
   }
 }
@@ -163,28 +144,26 @@ TEST_CASE("SIGTERM sent to nsrun reaches the command", "[process][signals]") {
   TempDir ws;
   std::string mark = ws / "mark";
 
-  SECTION("a handler in the command runs") {
-    Process p({nsrun_path(), "--", probe_path(), "trap-term", mark}, at(ws));
+  // nsrun ARGS says ready, gets SIGTERM; the command's handler exits 0
+  // after writing `expected` to the mark.
+  auto term_leaves_mark = [&](const std::vector<std::string>& args, std::string_view expected) {
+    Process p(args, at(ws));
     p.wait_for_line("ready");
     p.signal(SIGTERM);
     RunResult r = p.wait();
     INFO(r.out << r.err);
     CHECK(r.exit_code == 0);
     REQUIRE(file_exists(mark));
-    CHECK(read_file(mark) == "term");
+    CHECK(read_file(mark) == expected);
+  };
+  SECTION("a handler in the command runs") {
+    term_leaves_mark({nsrun_path(), "--", probe_path(), "trap-term", mark}, "term");
   }
   SECTION("a shell trap runs and leaves a mark in the workspace") {
     std::string script = fmt::format(
         "trap 'echo term > {}; exit 0' TERM; {} & echo ready; wait", shell_quote(mark),
         probe_sh("sleep-forever"));
-    Process p({nsrun_path(), "--", "sh", "-c", script}, at(ws));
-    p.wait_for_line("ready");
-    p.signal(SIGTERM);
-    RunResult r = p.wait();
-    INFO(r.out << r.err);
-    CHECK(r.exit_code == 0);
-    REQUIRE(file_exists(mark));
-    CHECK(read_file(mark) == "term\n");
+    term_leaves_mark({nsrun_path(), "--", "sh", "-c", script}, "term\n");
   }
 }
 
@@ -228,37 +207,27 @@ TEST_CASE("after nsrun exits no process of the sandbox is left", "[process][clea
     return s;
   };
 
-  SECTION("nsrun gets SIGTERM; a background child is left behind the shell") {
+  // A shell with a background probe; nsrun gets `sig`.
+  auto signal_nsrun = [&](int sig) {
     std::string script = probe_sh("sleep-forever " + token) + " & wait";
     Process p({nsrun_path(), "--", "sh", "-c", script}, at(ws));
     p.wait_for_line("sleeping");
     // The control: the marker finds the sandbox's processes while they live.
     REQUIRE_FALSE(processes_with_marker(token).empty());
-    p.signal(SIGTERM);
+    p.signal(sig);
     RunResult r = p.wait();
     INFO(r.out << r.err);
-    CHECK(r.exit_code == 128 + SIGTERM);
+    CHECK(r.exit_code == 128 + sig);
     CHECK(eventually(none_left));
     INFO("left: " << leftovers());
     CHECK(none_left());
-  }
-  SECTION("nsrun gets SIGKILL: everything inside dies with it") {
-    std::string script = probe_sh("sleep-forever " + token) + " & wait";
-    Process p({nsrun_path(), "--", "sh", "-c", script}, at(ws));
-    p.wait_for_line("sleeping");
-    REQUIRE_FALSE(processes_with_marker(token).empty());
-    p.signal(SIGKILL);
-    RunResult r = p.wait();
-    CHECK(r.exit_code == 128 + SIGKILL);
-    CHECK(eventually(none_left));
-    INFO("left: " << leftovers());
-    CHECK(none_left());
-  }
+  };
+  SECTION("nsrun gets SIGTERM; a background child is left behind the shell") { signal_nsrun(SIGTERM); }
+  SECTION("nsrun gets SIGKILL: everything inside dies with it") { signal_nsrun(SIGKILL); }
   for (bool as_pid_1 : {false, true}) {
     DYNAMIC_SECTION("the command exits, leaving a background child"
                     << (as_pid_1 ? " (--as-pid-1)" : "")) {
-      std::vector<std::string> args;
-      if (as_pid_1) args.push_back("--as-pid-1");
+      std::vector<std::string> args = pid1_options(as_pid_1);
       // The command waits until the child has started, then exits without it.
       std::string script = fmt::format("{} > {} & while ! [ -s {} ]; do :; done; exit 5",
                                        probe_sh("sleep-forever " + token),

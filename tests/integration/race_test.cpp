@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -88,6 +89,26 @@ void check_refusal(const RunResult& r, int code) {
   CHECK(why);
 }
 
+// The command ran (true), or the launch was refused with 125 in one line.
+bool ran_or_refused(const RunResult& r) {
+  if (r.exit_code == 0) return true;
+  check_refusal(r, 125);
+  return false;
+}
+
+// Runs `launch` (which checks its own run and says whether the command
+// ran) `launches` times while `racer` swaps. A race that never swapped,
+// or that refused every launch, proved nothing: both are failures.
+void race(Racer& racer, const std::function<bool()>& launch) {
+  int ran = 0;
+  for (int i = 0; i < launches; ++i)
+    if (launch()) ++ran;
+  racer.stop();
+  INFO(fmt::format("{} ran, {} refused, {} swaps", ran, launches - ran, racer.swaps()));
+  CHECK(racer.swaps() > 0);
+  CHECK(ran > 0);
+}
+
 // The workspace: D (a directory holding `marker`), T (a directory the
 // command may write), and the two names the racer swaps: "p" (at first D)
 // and "q" (at first a symlink to T).
@@ -113,28 +134,19 @@ TEST_CASE("--ro under a racing writer: the directory found is never written, a s
   Scene s;
   Fd d = open_dir(s.p);
   Fd t = open_dir(s.t);
-  int ran = 0, refused = 0;
   Racer racer(s.ws.path(), "p", "q");
-  for (int i = 0; i < launches; ++i) {
+  race(racer, [&] {
     // Writes through both names: one is D, the other the link to T.
     RunResult r = nsrun_test::nsrun({"--ro", s.p, "--", "/bin/sh", "-c", "echo x > \"$1/f\"; echo x > \"$2/f\"; exit 0", "sh",
                          s.p, s.q},
                         at(s.ws));
-    if (r.exit_code == 0) {
-      ++ran;
-    } else {
-      ++refused;
-      check_refusal(r, 125);
-      // Nothing ran: nothing was written anywhere.
-      CHECK_FALSE(has(t.get(), "f"));
-    }
+    const bool ran = ran_or_refused(r);
+    // Refused, nothing ran: nothing was written anywhere.
+    if (!ran) CHECK_FALSE(has(t.get(), "f"));
     REQUIRE_FALSE(has(d.get(), "f"));
     ::unlinkat(t.get(), "f", 0);
-  }
-  racer.stop();
-  INFO(fmt::format("{} ran, {} refused, {} swaps", ran, refused, racer.swaps()));
-  CHECK(racer.swaps() > 0);
-  CHECK(ran > 0);
+    return ran;
+  });
 }
 
 TEST_CASE("--hide under a racing writer: the hidden content is never readable", "[race][hardening]") {
@@ -142,20 +154,14 @@ TEST_CASE("--hide under a racing writer: the hidden content is never readable", 
   Scene s;
   const std::string secret = unique_token("secret");
   write_file(s.p + "/secret", secret);
-  int ran = 0;
   Racer racer(s.ws.path(), "p", "q");
-  for (int i = 0; i < launches; ++i) {
+  race(racer, [&] {
     RunResult r = nsrun_test::nsrun({"--hide", s.p, "--", "/bin/sh", "-c", "cat \"$1/secret\" \"$2/secret\" 2>/dev/null; exit 0",
                          "sh", s.p, s.q},
                         at(s.ws));
     REQUIRE(r.out.find(secret) == std::string::npos);
-    if (r.exit_code == 0) ++ran;
-    else check_refusal(r, 125);
-  }
-  racer.stop();
-  INFO(fmt::format("{} ran, {} swaps", ran, racer.swaps()));
-  CHECK(racer.swaps() > 0);
-  CHECK(ran > 0);
+    return ran_or_refused(r);
+  });
 }
 
 namespace {
@@ -170,9 +176,8 @@ void writable_race(const std::vector<std::string>& rung) {
   make_dir(w);
   REQUIRE(::symlink(etc.path().c_str(), (ws / "v").c_str()) == 0);
   Fd e = open_dir(etc.path());
-  int ran = 0;
   Racer racer(ws.path(), "w", "v");
-  for (int i = 0; i < launches; ++i) {
+  race(racer, [&] {
     std::vector<std::string> args = rung;
     for (const std::string& a : {std::string("--writable"), w, std::string("--"), std::string("/bin/sh"),
                                  std::string("-c"), std::string("echo x > \"$1/f\"; exit 0"), std::string("sh"),
@@ -180,13 +185,8 @@ void writable_race(const std::vector<std::string>& rung) {
       args.push_back(a);
     RunResult r = nsrun_test::nsrun(args, at(ws));
     REQUIRE_FALSE(has(e.get(), "f"));
-    if (r.exit_code == 0) ++ran;
-    else check_refusal(r, 125);
-  }
-  racer.stop();
-  INFO(fmt::format("{} ran, {} swaps", ran, racer.swaps()));
-  CHECK(racer.swaps() > 0);
-  CHECK(ran > 0);
+    return ran_or_refused(r);
+  });
 }
 
 }  // namespace
@@ -209,7 +209,6 @@ TEST_CASE("bwrap --ro-bind P P under a racing writer: the object P named is prot
   Scene s;
   Fd d = open_dir(s.p);
   Fd t = open_dir(s.t);
-  int ran = 0;
   Racer racer(s.ws.path(), "p", "q");
   // The names keep moving while the command runs, so it looks at objects:
   // it enters each name once (its working directory is then that object,
@@ -218,12 +217,11 @@ TEST_CASE("bwrap --ro-bind P P under a racing writer: the object P named is prot
   const std::string look =
       "for n in \"$1\" \"$2\"; do (cd \"$n\" && m=$(cat marker) && "
       "if echo x > f; then echo \"$m wrote\"; else echo \"$m read-only\"; fi) 2>/dev/null; done; exit 0";
-  for (int i = 0; i < launches; ++i) {
+  race(racer, [&] {
     RunResult r = nsrun_test::nsrun({"bwrap", "--ro-bind", "/", "/", "--bind", s.ws.path(), s.ws.path(), "--ro-bind",
                                      s.p, s.p, "--", "/bin/sh", "-c", look, "sh", s.p, s.q},
                                     at(s.ws));
     if (r.exit_code == 0) {
-      ++ran;
       INFO(r.out);
       // A protection that landed on the other object shows one marker both
       // read-only (the mount) and writable (the object itself); one that
@@ -244,11 +242,8 @@ TEST_CASE("bwrap --ro-bind P P under a racing writer: the object P named is prot
     }
     ::unlinkat(d.get(), "f", 0);
     ::unlinkat(t.get(), "f", 0);
-  }
-  racer.stop();
-  INFO(fmt::format("{} ran, {} swaps", ran, racer.swaps()));
-  CHECK(racer.swaps() > 0);
-  CHECK(ran > 0);
+    return r.exit_code == 0;
+  });
 }
 
 // The same rules without a racer, each case deterministic.

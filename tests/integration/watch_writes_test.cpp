@@ -6,6 +6,7 @@
 // the kernel decides. Both rungs; the suite runs as root and as an
 // unprivileged user (tools/run-tests.sh).
 #include "harness.hpp"
+#include "reported.hpp"
 
 #include <catch2/catch_test_macros.hpp>
 #include <fmt/format.h>
@@ -19,30 +20,6 @@
 using namespace nsrun_test;
 
 namespace {
-
-std::vector<std::string> concat(std::vector<std::string> a, const std::vector<std::string>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
-
-struct Reported {
-  RunResult run;
-  nsrun::json::Value report;
-};
-
-Reported run_reported(const TempDir& ws, const std::vector<std::string>& args) {
-  TempDir out("report");
-  const std::string path = out / "r.json";
-  Reported r;
-  r.run = nsrun_test::nsrun(concat({"--report", path}, args), at(ws));
-  if (file_exists(path)) {
-    auto doc = nsrun::json::parse(read_file(path));
-    if (doc) r.report = std::move(*doc);
-  }
-  return r;
-}
-
-std::string str(const nsrun::json::Value* v) { return v != nullptr && v->is_string() ? v->as_string() : "<none>"; }
 
 // path -> "syscall where count observed" of each listed attempt.
 std::map<std::string, std::string> listed(const nsrun::json::Value& report) {
@@ -222,9 +199,7 @@ void refusal_wins(Rung rung) {
 
 }  // namespace
 
-#define BOTH_RUNGS(title, tags, fn)                                                        \
-  TEST_CASE(title " (namespace rung)", "[watch-writes]" tags) { fn(Rung::namespaces); }    \
-  TEST_CASE(title " (landlock rung)", "[watch-writes][landlock]" tags) { fn(Rung::landlock); }
+#define BOTH_RUNGS(title, tags, fn) NSRUN_BOTH_RUNGS("[watch-writes]", title, tags, fn)
 
 BOTH_RUNGS("writes outside the workspace are listed, writes inside are not, answers unchanged", "", outside_listed_inside_not)
 BOTH_RUNGS("relative paths resolve through the cwd, a dirfd and ..", "", relative_paths_resolve)

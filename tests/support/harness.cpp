@@ -392,9 +392,12 @@ std::string TempDir::operator/(std::string_view name) const {
   return fmt::format("{}/{}", path_, name);
 }
 
-std::string read_file(const std::string& path) {
+namespace {
+
+// The whole file, or nullopt (with open's errno) when it cannot be opened.
+std::optional<std::string> try_read(const std::string& path) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) FAIL(fmt::format("read_file {}: {}", path, errno_text(errno)));
+  if (fd < 0) return std::nullopt;
   std::string data;
   char buf[65536];
   for (;;) {
@@ -405,6 +408,14 @@ std::string read_file(const std::string& path) {
   }
   close(fd);
   return data;
+}
+
+}  // namespace
+
+std::string read_file(const std::string& path) {
+  std::optional<std::string> data = try_read(path);
+  if (!data) FAIL(fmt::format("read_file {}: {}", path, errno_text(errno)));
+  return std::move(*data);
 }
 
 void write_file(const std::string& path, std::string_view text, mode_t mode) {
@@ -504,21 +515,6 @@ void for_each_pid(F&& f) {
     long pid = strtol(e->d_name, &end, 10);
     if (pid > 0 && end && *end == '\0') f(static_cast<pid_t>(pid));
   }
-}
-
-std::optional<std::string> try_read(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
-  std::string data;
-  char buf[4096];
-  for (;;) {
-    ssize_t n = read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    data.append(buf, static_cast<size_t>(n));
-  }
-  close(fd);
-  return data;
 }
 
 }  // namespace
