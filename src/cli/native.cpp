@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 
 #include "cli/options.hpp"
-#include "launch/home_fallback.hpp"
+#include "policy/cow.hpp"
 #include "policy/protect.hpp"
 #include "probe/backend.hpp"
 
@@ -150,8 +150,7 @@ Result<Invocation> parse_native(std::span<const std::string> args, const CallerC
   // other workspaces' runs wrote into their cow homes (keys, tokens).
   // Hidden as a credential is (the cow home and its fallbacks hide it
   // themselves; attack review, third pass).
-  if (p.preset && p.mode != Mode::full_access && p.hide_defaults && p.home == HomeMode::ro)
-    if (std::string base = existing_home_base(p); !base.empty()) p.hidden_paths.push_back(base + "/");
+  hide_home_base(p);
   if (state.host_backend || ctx.host_backend_env || p.host_backend.empty())
     p.host_backend = detect_backend(state.host_backend ? state.host_backend : ctx.host_backend_env,
                                     ctx.lakebox_marker);

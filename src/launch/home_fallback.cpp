@@ -1,10 +1,6 @@
 #include "launch/home_fallback.hpp"
 
-#include <limits.h>
-#include <sys/stat.h>
 #include <unistd.h>
-
-#include <cstdlib>
 
 #include <fmt/format.h>
 
@@ -47,20 +43,6 @@ void redirect_caches(std::vector<std::string>& env, const std::string& redirect)
     std::erase_if(env, [&](const std::string& e) { return e.starts_with(prefix); });
     env.push_back(prefix + value);
   }
-}
-
-std::string existing_home_base(const Policy& policy) {
-  if (policy.layers.home_base.empty()) return {};
-  char real[PATH_MAX];
-  if (::realpath(policy.layers.home_base.c_str(), real) == nullptr) return {};
-  struct stat st{};
-  if (::stat(real, &st) != 0 || !S_ISDIR(st.st_mode)) return {};
-  // --allow-read of it (or above it) shows it, as it shows a credential.
-  for (const auto& a : policy.allow_read) {
-    char allowed[PATH_MAX];
-    if (at_or_below(real, a) || (::realpath(a.c_str(), allowed) != nullptr && at_or_below(real, allowed))) return {};
-  }
-  return real;
 }
 
 void note_cache_redirect(LaunchReport& report, const std::string& redirect) {

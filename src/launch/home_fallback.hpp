@@ -17,6 +17,7 @@
 
 #include "launch/launch.hpp"
 #include "launch/report.hpp"
+#include "policy/cow.hpp"  // existing_home_base()
 #include "policy/policy.hpp"
 #include "sys/error.hpp"
 
@@ -35,12 +36,6 @@ Policy cache_redirect_policy(const Policy& policy);
 // Points the well-known caches at `redirect` in `env` (MAVEN_OPTS keeps
 // what it had).
 void redirect_caches(std::vector<std::string>& env, const std::string& redirect);
-
-// The home layers' base directory (Policy::layers.home_base), canonical,
-// when it is a directory on the host and no --allow-read names it or a
-// directory above it; empty otherwise. Other workspaces' home layers are
-// there: a read-only home must not show them.
-std::string existing_home_base(const Policy& policy);
 
 // The report's "layers" for the fallback.
 void note_cache_redirect(LaunchReport& report, const std::string& redirect);

@@ -113,6 +113,10 @@ Result<Session> Session::open(const Policy& policy) {
       s.policy_.home = HomeMode::ro;
       l.home_layer = {};
       l.redirect.clear();
+      // That read-only home showed the home layers' base with it: other
+      // workspaces' layers, what their runs wrote into their homes (keys,
+      // tokens). Hidden as for --home ro (attack review, third pass).
+      hide_home_base(s.policy_);
     }
   }
   return s;

@@ -1,6 +1,10 @@
 #include "policy/cow.hpp"
 
+#include <limits.h>
+#include <sys/stat.h>
+
 #include <cstdint>
+#include <cstdlib>
 
 #include <fmt/format.h>
 
@@ -71,6 +75,7 @@ std::string default_home_base(std::string_view state, std::string_view home) {
 
 }  // namespace nsrun
 
+#include "policy/paths.hpp"
 #include "policy/policy.hpp"
 
 namespace nsrun {
@@ -152,6 +157,25 @@ std::string describe_layers(const Policy& p) {
                        p.home == HomeMode::rw ? "bound writable: the command can change it" : "read-only");
   }
   return out;
+}
+
+std::string existing_home_base(const Policy& policy) {
+  if (policy.layers.home_base.empty()) return {};
+  char real[PATH_MAX];
+  if (::realpath(policy.layers.home_base.c_str(), real) == nullptr) return {};
+  struct stat st{};
+  if (::stat(real, &st) != 0 || !S_ISDIR(st.st_mode)) return {};
+  // --allow-read of it (or above it) shows it, as it shows a credential.
+  for (const auto& a : policy.allow_read) {
+    char allowed[PATH_MAX];
+    if (at_or_below(real, a) || (::realpath(a.c_str(), allowed) != nullptr && at_or_below(real, allowed))) return {};
+  }
+  return real;
+}
+
+void hide_home_base(Policy& p) {
+  if (p.preset && p.mode != Mode::full_access && p.hide_defaults && p.home == HomeMode::ro)
+    if (std::string base = existing_home_base(p); !base.empty()) p.hidden_paths.push_back(base + "/");
 }
 
 }  // namespace nsrun

@@ -99,6 +99,17 @@ void settle_layers(Policy& policy);
 void preview_layers(Policy& policy);
 // One line each for the workspace mode and the home, for explain.
 std::string describe_layers(const Policy& policy);
+// The home layers' base directory (Policy::layers.home_base), canonical,
+// when it is a directory on the host and no --allow-read names it or a
+// directory above it; empty otherwise. Other workspaces' home layers are
+// there: a read-only home must not show them.
+std::string existing_home_base(const Policy& policy);
+// A read-only home (--home ro, or a cow home whose layer cannot be made)
+// shows the home as it is, the home layers' base with it: that base goes
+// into the hidden paths, as a credential does (--hide-defaults none and
+// --allow-read show it). Nothing for other homes, modes and the bwrap
+// dialect (no preset).
+void hide_home_base(Policy& policy);
 }  // namespace nsrun
 
 namespace nsrun {

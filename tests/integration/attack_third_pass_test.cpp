@@ -146,6 +146,87 @@ TEST_CASE("attack3: commit installs no setuid or setgid file the command made", 
   CHECK((mode_of(ws / "sd") & 0777) == 0775);
 }
 
+// A sandbox without a PID namespace (a Policy's "namespaces": {"pid":
+// false}) can leave a process behind when nsrun exits, and nsrun's work
+// lock on the run layer goes with nsrun. That process holds the layer's
+// file open for writing: after `nsrun commit`, whatever it writes must not
+// reach the workspace (the user reviewed and committed "new", nothing
+// more). A commit that moves the layer's file into the workspace instead
+// of copying it gives that process the workspace's file (commit-speed's
+// exchange-and-unlink: the workspace ended "new\nINJECT"). Fifos in a
+// writable root order the steps, no sleep (one in the workspace would be
+// the overlay's own pipe inside, another outside).
+TEST_CASE("attack3: a process the sandbox left behind cannot write into a committed file", "[attack3][cow]") {
+  require_userns();
+  TempDir ws("atk3-left"), runs("atk3-left-runs"), cfg("atk3-left-cfg"), sync("atk3-left-sync");
+  write_file(ws / "f", "orig\n");
+  const std::string go = sync / "go", back = sync / "back";
+  REQUIRE(::mkfifo(go.c_str(), 0600) == 0);
+  REQUIRE(::mkfifo(back.c_str(), 0600) == 0);
+  write_file(cfg / "policy.json", "{\"namespaces\": {\"pid\": false}}\n");
+  settle_clock();
+  RunOptions o = at(ws);
+  o.env = {"XDG_STATE_HOME=" + cfg.path(), "HOME=" + cfg.path(), "XDG_RUNTIME_DIR="};
+  RunResult r = nsrun_test::nsrun(
+      {"--policy", cfg / "policy.json", "--workspace-mode", "cow", "--cow-dir", runs.path(), "--proc", "host-bind",
+       "--writable", sync.path(), "--", "sh", "-c",
+       "echo new > f && setsid timeout 60 sh -c 'exec 3>>f; read x < " + go + "; echo INJECT >&3; echo wrote > " + back +
+           "' </dev/null >/dev/null 2>&1 & echo left"},
+      o);
+  INFO(r.out << r.err);
+  if (r.err.find("no sandbox available") != std::string::npos)
+    unavailable("a cow run without a PID namespace", "the namespace rung refused it: " + r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::string mark = "nsrun: run ";
+  const std::size_t pos = r.err.find(mark);
+  REQUIRE(pos != std::string::npos);
+  const std::string id = r.err.substr(pos + mark.size(), 12);
+  RunResult commit = nsrun_test::nsrun({"commit", "--cow-dir", runs.path(), id}, o);
+  INFO(commit.out << commit.err);
+  CHECK(commit.exit_code == 0);
+  CHECK(read_file(ws / "f") == "new\n");
+  // Lets the left process write, and waits until it has (or is gone).
+  RunResult release = run({"/usr/bin/timeout", "30", "sh", "-c", "echo go > \"$0\"; cat \"$1\"", go, back});
+  INFO(release.out << release.err);
+  CHECK(release.out == "wrote\n");  // it was there and wrote (else the test shows nothing)
+  CHECK(read_file(ws / "f") == "new\n");
+}
+
+// overlayfs (kernel 6.7+) lets the command set "user.overlay.*" xattrs
+// through the overlay: they land escaped ("user.overlay.overlay.*") on
+// the upper file. A file of the workspace carrying one would be read as
+// overlayfs's own (an origin, a whiteout, a redirect) by a later overlay
+// that stacks on the workspace. Whether commit copies the file or moves
+// it (commit-speed), none reaches the workspace.
+TEST_CASE("attack3: commit carries no overlay xattr the command set into the workspace", "[attack3][cow]") {
+  require_userns();
+  if (!python()) unavailable("python3", "/usr/bin/python3 is not installed");
+  TempDir ws("atk3-ovx"), runs("atk3-ovx-runs"), state("atk3-ovx-state");
+  RunOptions o = at(ws);
+  o.env = {"XDG_STATE_HOME=" + state.path(), "HOME=" + state.path(), "XDG_RUNTIME_DIR="};
+  RunResult r = nsrun_test::nsrun(
+      {"--workspace-mode", "cow", "--cow-dir", runs.path(), "--", "/usr/bin/python3", "-c",
+       "import os\nopen('g', 'w').write('x')\nn = 0\n"
+       "for x in ['user.overlay.origin', 'user.overlay.whiteout', 'user.overlay.opaque', 'user.overlay.overlay.origin']:\n"
+       "    try:\n        os.setxattr('g', x, b'y'); n += 1\n    except OSError:\n        pass\n"
+       "print('set', n)\n"},
+      o);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::string mark = "nsrun: run ";
+  const std::size_t pos = r.err.find(mark);
+  REQUIRE(pos != std::string::npos);
+  const std::string id = r.err.substr(pos + mark.size(), 12);
+  RunResult commit = nsrun_test::nsrun({"commit", "--cow-dir", runs.path(), id}, o);
+  INFO(commit.out << commit.err);
+  CHECK(commit.exit_code == 0);
+  CHECK(read_file(ws / "g") == "x");
+  char names[4096];
+  const ssize_t n = ::llistxattr((ws / "g").c_str(), names, sizeof names);
+  REQUIRE(n >= 0);
+  CHECK(std::string(names, static_cast<std::size_t>(n)).find("overlay") == std::string::npos);
+}
+
 // The commit of a layer whose files carry security.capability: commit
 // copies bytes and mode, never xattrs, so no file capability reaches the
 // workspace. (A root command can set a namespaced capability in its layer.)
@@ -331,6 +412,51 @@ TEST_CASE("attack3: another workspace's home layer is not readable from a Landlo
       CHECK(ro.out == "# real\n");
     }
   }
+}
+
+// A cow home whose own layer cannot be made (here a file where this
+// workspace's layer directory would be) runs with the home read-only, as
+// the root shows it: that showed the other workspaces' layers, what their
+// runs wrote into their homes. Hidden now as for --home ro, both rungs.
+TEST_CASE("attack3: another workspace's home layer is not readable when this workspace's layer cannot be made",
+          "[attack3][home]") {
+  require_userns();
+  Home h;
+  TempDir other("atk3-other-ws");
+  RunOptions in_other = h.opts();
+  in_other.cwd = other.path();
+  RunResult made = nsrun_test::nsrun({"--backend", "namespaces", "--", "sh", "-c",
+                                      "mkdir -p ~/.aws && echo LAYER-KEY > ~/.aws/credentials && echo LAYER-TOKEN > ~/.npmrc"},
+                                     in_other);
+  INFO(made.out << made.err);
+  REQUIRE(made.exit_code == 0);
+  const std::string base = h.layer_base();
+  const auto before = tree(base);
+  RunResult mine = nsrun_test::nsrun({"--backend", "namespaces", "--", "true"}, h.opts());
+  INFO(mine.out << mine.err);
+  REQUIRE(mine.exit_code == 0);
+  // This workspace's layer: the one directory of the base the run made.
+  std::string layer;
+  for (const auto& [path, what] : tree(base))
+    if (!before.contains(path) && path.find('/', 1) == std::string::npos) layer = base + path;
+  REQUIRE(!layer.empty());
+  REQUIRE(run({"/bin/rm", "-rf", "--", layer}).exit_code == 0);
+  write_file(layer, "not a directory\n", 0600);
+  for (Rung rung : {Rung::namespaces, Rung::landlock}) {
+    DYNAMIC_SECTION((rung == Rung::namespaces ? "namespaces" : "landlock")) {
+      std::vector<std::string> args = rung_options(rung);
+      args.insert(args.end(), {"--", "sh", "-c",
+                               "cat ~/.bashrc; cat " + shell_quote(base) + "/*/upper/.aws/credentials " +
+                                   shell_quote(base) + "/*/upper/.npmrc 2>/dev/null; grep -rs LAYER " + shell_quote(base) +
+                                   "; true"});
+      RunResult r = nsrun_test::nsrun(args, h.opts());
+      INFO(r.out << r.err);
+      CHECK(r.exit_code == 0);
+      CHECK_THAT(r.err, ContainsSubstring("no home layer"));
+      CHECK(r.out == "# real\n");
+    }
+  }
+  CHECK(read_file(layer) == "not a directory\n");
 }
 
 // The same on the namespace rung where the host refuses the home's
