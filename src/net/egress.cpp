@@ -27,6 +27,7 @@
 
 #include "net/resolve.hpp"
 #include "net/wire.hpp"
+#include "sys/utc.hpp"
 
 namespace nsrun::egress {
 
@@ -50,10 +51,10 @@ constexpr std::size_t max_listed_decisions = 4096;
 std::string now_rfc3339() {
   timespec ts{};
   ::clock_gettime(CLOCK_REALTIME, &ts);
-  tm t{};
-  ::gmtime_r(&ts.tv_sec, &t);
-  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", t.tm_year + 1900, t.tm_mon + 1, t.tm_mday, t.tm_hour,
-                     t.tm_min, t.tm_sec, ts.tv_nsec / 1000000);
+  // Not gmtime_r: sys/utc.hpp says why.
+  const UtcTime t = utc_time(ts.tv_sec);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", t.year, t.month, t.day, t.hour, t.minute, t.second,
+                     ts.tv_nsec / 1000000);
 }
 
 int64_t now_ms() {

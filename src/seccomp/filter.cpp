@@ -13,26 +13,22 @@
 
 namespace nsrun {
 
-namespace {
-BpfProgram copy(std::span<const sock_filter> program) { return BpfProgram(program.begin(), program.end()); }
-}  // namespace
-
 Result<BpfProgram> compile_filter(const Policy& policy, FilterRung rung) {
   // An empty program for --seccomp none, except on the Landlock rung,
   // whose own rules are always there.
-  return copy(precompiled_filter(filter_key(policy, rung)));
+  return precompiled_filter(filter_key(policy, rung));
 }
 
 Result<BpfProgram> compile_notify_filter(const Policy& policy, FilterRung rung) {
-  return copy(precompiled_notify_filter(filter_key(policy, rung)));
+  return precompiled_notify_filter(filter_key(policy, rung));
 }
 
-Result<BpfProgram> compile_no_userns_filter() { return copy(precompiled_no_userns_filter()); }
+Result<BpfProgram> compile_no_userns_filter() { return precompiled_no_userns_filter(); }
 
-Result<BpfProgram> compile_watch_writes_filter() { return copy(precompiled_watch_writes_filter()); }
+Result<BpfProgram> compile_watch_writes_filter() { return precompiled_watch_writes_filter(); }
 
 Result<BpfProgram> compile_notify_watch_filter(const Policy& policy, FilterRung rung) {
-  return copy(precompiled_notify_watch_filter(filter_key(policy, rung)));
+  return precompiled_notify_watch_filter(filter_key(policy, rung));
 }
 
 std::string describe_filter(const FilterSpec& spec, const BpfProgram& program) {

@@ -25,6 +25,7 @@
 #include "seccomp/filter.hpp"
 #include "seccomp/precompiled.hpp"
 #include "seccomp/rules.hpp"
+#include "seccomp/writes.hpp"
 
 using namespace nsrun;
 
@@ -259,24 +260,37 @@ TEST_CASE("describe_filter names the filter and the nested-userns choice", "[sec
 }
 
 namespace {
-bool same_program(std::span<const sock_filter> a, const BpfProgram& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(sock_filter)) == 0;
+bool same_program(const Result<BpfProgram>& a, const BpfProgram& b) {
+  return a && a->size() == b.size() && std::memcmp(a->data(), b.data(), b.size() * sizeof(sock_filter)) == 0;
 }
 }  // namespace
 
-TEST_CASE("the programs compiled at build time are what the table compiles to now") {
+// The programs are stored packed (seccomp/packed.hpp): every one nsrun can
+// install is unpacked here and compared byte for byte with what libseccomp
+// compiles from the table now.
+TEST_CASE("the programs compiled at build time are what the table compiles to now", "[seccomp][unit]") {
   for (unsigned i = 0; i < FilterKey::variants; ++i) {
     const FilterKey key = FilterKey::from_index(i);
+    INFO("key " << i);
     CHECK(key.index() == i);
-    auto fresh = compile_spec(filter_spec(key));
+    const FilterSpec spec = filter_spec(key);
+    auto fresh = compile_spec(spec);
     REQUIRE(fresh);
-    auto built = precompiled_filter(key);
-    CHECK(same_program(built, *fresh));
+    CHECK(same_program(precompiled_filter(key), *fresh));
+    const FilterSpec notify = notify_spec(spec);
+    auto fresh_notify = compile_spec(notify);
+    REQUIRE(fresh_notify);
+    CHECK(same_program(precompiled_notify_filter(key), *fresh_notify));
+    auto fresh_watch = compile_spec(notify_watch_spec(notify));
+    REQUIRE(fresh_watch);
+    CHECK(same_program(precompiled_notify_watch_filter(key), *fresh_watch));
   }
   auto fresh = compile_spec(no_userns_spec());
   REQUIRE(fresh);
-  auto built = precompiled_no_userns_filter();
-  CHECK(same_program(built, *fresh));
+  CHECK(same_program(precompiled_no_userns_filter(), *fresh));
+  auto watch = compile_spec(watch_writes_spec());
+  REQUIRE(watch);
+  CHECK(same_program(precompiled_watch_writes_filter(), *watch));
 }
 
 TEST_CASE("the filter key captures every policy field the filter reads") {

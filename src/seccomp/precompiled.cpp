@@ -1,0 +1,59 @@
+#include "seccomp/precompiled.hpp"
+
+#include <cerrno>
+
+#include "seccomp/packed.hpp"
+
+namespace nsrun {
+
+namespace {
+
+Error damaged(unsigned id) {
+  return sys_error(Operation::seccomp_load, "", EINVAL,
+                   "precompiled program " + std::to_string(id) + " does not unpack (a build error)");
+}
+
+// seccomp/packed.hpp: the instructions out of their pool, then each
+// conditional jump's (jt, jf) in order. Every count must come out exact.
+Result<BpfProgram> unpack(unsigned id) {
+  if (id >= packed::program_count) return fail(damaged(id));
+  const packed::Program& p = packed::programs[id];
+  std::size_t size = 0;
+  for (unsigned i = 0; i < p.insn_op_count; ++i) size += packed::insn_op[p.insn_ops + i].count;
+  BpfProgram out;
+  out.reserve(size);
+  for (unsigned i = 0; i < p.insn_op_count; ++i) {
+    const packed::Op op = packed::insn_op[p.insn_ops + i];
+    for (unsigned at = op.at; at < op.at + op.count; ++at)
+      out.push_back(sock_filter{packed::insn_code[at], 0, 0, packed::insn_k[at]});
+  }
+  std::size_t pc = 0;
+  auto next_jump = [&] {
+    while (pc < out.size() && !packed::conditional_jump(out[pc].code)) ++pc;
+  };
+  for (unsigned i = 0; i < p.jump_op_count; ++i) {
+    const packed::Op op = packed::jump_op[p.jump_ops + i];
+    for (unsigned at = op.at; at < op.at + op.count; ++at) {
+      next_jump();
+      if (pc == out.size()) return fail(damaged(id));
+      out[pc].jt = packed::jump[at].jt;
+      out[pc].jf = packed::jump[at].jf;
+      ++pc;
+    }
+  }
+  next_jump();
+  if (pc != out.size()) return fail(damaged(id));
+  return out;
+}
+
+}  // namespace
+
+Result<BpfProgram> precompiled_filter(const FilterKey& key) { return unpack(packed::filters[key.index()]); }
+Result<BpfProgram> precompiled_notify_filter(const FilterKey& key) { return unpack(packed::notify_filters[key.index()]); }
+Result<BpfProgram> precompiled_notify_watch_filter(const FilterKey& key) {
+  return unpack(packed::notify_watch_filters[key.index()]);
+}
+Result<BpfProgram> precompiled_no_userns_filter() { return unpack(packed::no_userns); }
+Result<BpfProgram> precompiled_watch_writes_filter() { return unpack(packed::watch_writes); }
+
+}  // namespace nsrun
