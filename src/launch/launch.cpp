@@ -877,6 +877,9 @@ int run(const Policy& policy, const ErrorReporter& report_error, SetupDeath setu
   // The ladder (launch/ladder.cpp) picks the rung and fills the report.
   const ProtectWatch protect_watch = watch_protected(policy);
   LadderOutcome outcome = run_ladder(layers->policy(), *prepared, report, &protect_watch);
+  // Every rung has reaped what it started by now (the namespace rung its
+  // PID 1, whose death ends the PID namespace's every process).
+  layers->mark_ended();
   layers->close();
   report.seccomp_filter = !prepared->seccomp.empty();
   if (policy.verdict)

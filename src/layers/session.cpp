@@ -19,6 +19,7 @@ namespace {
 
 constexpr const char* run_file = "run.json";
 constexpr std::string_view work_prefix = "work-";
+constexpr const char* ended_file = "ended";
 
 // The upper directory is the overlay's root: it lends the merged
 // directory its mode (and, for root, its owner), so it copies the real one.
@@ -150,9 +151,17 @@ Result<void> Session::open_home_layer() {
   return {};
 }
 
+void Session::mark_ended() {
+  if (!run_work_) return;
+  // Best effort: a run left unmarked is committed by copying, as before.
+  Fd f(::openat(run_work_->parent.get(), ended_file, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+}
+
 bool run_over(const std::string& dir, std::vector<Fd>& held) {
   Fd d(sys::openat2(AT_FDCWD, dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0, RESOLVE_NO_SYMLINKS));
   if (!d) return false;
+  struct stat ended{};
+  if (::fstatat(d.get(), ended_file, &ended, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(ended.st_mode)) return false;
   auto names = list_dir(d.get(), dir);
   if (!names) return false;
   for (const auto& n : *names) {

@@ -50,6 +50,14 @@ class Session {
   // read-only); empty when it has one or none was asked for.
   const std::string& home_note() const { return home_note_; }
 
+  // After the launch has reaped its PID 1 (and with it, in a PID namespace,
+  // every process of the sandbox): the run layer is marked ended. Only an
+  // ended run's files may move out of its layer at commit: a work lock
+  // alone is freed when nsrun dies, which can be before the kernel has
+  // killed the sandbox's last process (SIGKILL of nsrun: PID 1 dies of its
+  // parent-death signal a moment later). Without the mark, commit copies.
+  void mark_ended();
+
   // After the run: the home layer's work slot is unlocked (an overflow
   // slot removed); the run layer's work directory stays, unlocked, until
   // `nsrun discard`.
@@ -85,7 +93,8 @@ class Session {
 Result<RunInfo> find_run(const std::string& base, const std::string& id);
 
 // Whether no sandbox runs on the run layer in `dir` (<run base>/<id>) now:
-// each of its work directories' locks is free (a launch holds its own
+// the launch marked it ended (Session::mark_ended) and each of its work
+// directories' locks is free (a launch holds its own
 // while the sandbox runs). The locks are taken and stay held in `held`
 // for as long as the caller keeps it. Anything that cannot be looked at
 // counts as running (false).

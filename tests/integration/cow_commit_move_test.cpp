@@ -10,6 +10,7 @@
 #include <catch2/catch_test_macros.hpp>
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -113,4 +114,55 @@ TEST_CASE("attack: a sandbox still running cannot write into a file after it was
   // The committed file is the snapshot the user reviewed, not the inode
   // the command still held.
   CHECK(read_file(ws / "f") == "orig\none\n");
+}
+
+// Only a run the launch saw to its end is committed by moving. A work lock
+// is freed when nsrun dies, and a SIGKILL of nsrun frees it a moment before
+// the kernel has killed the sandbox's last process (PID 1 dies of its
+// parent-death signal after); so the launch marks the run ended once it has
+// reaped PID 1, and a run without the mark is committed by copying.
+TEST_CASE("cow commit: moves out of an ended run only; a run whose nsrun was killed is copied", "[cow]") {
+  require_userns();
+  TempDir ws("cowm-end"), state("cowm-end-state"), home("cowm-end-home"), cow("cowm-end-cow");
+  const auto env = layer_env(state, home.path());
+  write_file(ws / "f", "orig\n");
+  wait_for_next_tick(ws / "f");
+  auto inode = [](const std::string& path) {
+    struct stat st{};
+    REQUIRE(::lstat(path.c_str(), &st) == 0);
+    return st.st_ino;
+  };
+
+  SECTION("a run that ended: the layer's file is moved") {
+    const std::string id = cow_run(ws, env, "echo new >> f", {"--cow-dir", cow.path()});
+    CHECK(::access((cow.path() + "/" + id + "/ended").c_str(), F_OK) == 0);
+    const ino_t upper = inode(cow.path() + "/" + id + "/upper/f");
+    RunResult c = nsrun({"commit", "--cow-dir", cow.path(), id}, in(ws, env));
+    INFO(c.out << c.err);
+    CHECK(c.exit_code == 0);
+    CHECK(read_file(ws / "f") == "orig\nnew\n");
+    CHECK(inode(ws / "f") == upper);
+  }
+  SECTION("nsrun killed mid-run: no mark, the file is copied") {
+    Process p({nsrun_path(), "--workspace-mode", "cow", "--cow-dir", cow.path(), "--", "sh", "-c",
+               "echo new >> f && echo ready && exec sleep 600"},
+              in(ws, env));
+    p.wait_for_line("ready");
+    std::string id;
+    REQUIRE(eventually([&] {
+      (void)p.poll_line("no such line", 20ms);
+      if (p.err().find("nsrun: run ") == std::string::npos) return false;
+      id = run_id_of(p.err());
+      return true;
+    }));
+    REQUIRE(::kill(p.pid(), SIGKILL) == 0);
+    (void)p.wait();
+    CHECK(::access((cow.path() + "/" + id + "/ended").c_str(), F_OK) != 0);
+    const ino_t upper = inode(cow.path() + "/" + id + "/upper/f");
+    RunResult c = nsrun({"commit", "--cow-dir", cow.path(), id}, in(ws, env));
+    INFO(c.out << c.err);
+    CHECK(c.exit_code == 0);
+    CHECK(read_file(ws / "f") == "orig\nnew\n");
+    CHECK(inode(ws / "f") != upper);
+  }
 }
