@@ -21,7 +21,7 @@ runs=9
 files=10000
 while (($#)); do
     case "$1" in
-        --nsrun) nsrun=$2; shift ;;
+        --nsrun) nsrun=$(realpath -- "$2"); shift ;;
         --runs) runs=$2; shift ;;
         --files) files=$2; shift ;;
         *) echo "usage: ${0##*/} [--nsrun PATH] [--runs N] [--files N]" >&2; exit 2 ;;
