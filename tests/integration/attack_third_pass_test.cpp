@@ -5,6 +5,7 @@
 // both rungs where the feature has both. Each test asserts what is on the
 // host afterwards, not only what the command printed.
 #include "harness.hpp"
+#include "manifest.hpp"
 
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
@@ -32,24 +33,6 @@ using Catch::Matchers::ContainsSubstring;
 namespace {
 
 bool python() { return file_exists("/usr/bin/python3"); }
-
-// Every path below `root` with its mode and contents (or link target).
-std::map<std::string, std::string> tree(const std::string& root) {
-  static std::map<std::string, std::string>* out;
-  static std::size_t skip;
-  std::map<std::string, std::string> m;
-  out = &m;
-  skip = root.size();
-  nftw(
-      root.c_str(),
-      [](const char* p, const struct stat* st, int, FTW*) {
-        std::string what = S_ISREG(st->st_mode) ? read_file(p) : S_ISLNK(st->st_mode) ? read_link(p) : std::string();
-        (*out)[std::string(p).substr(skip)] = std::to_string(st->st_mode) + " " + what;
-        return 0;
-      },
-      16, FTW_PHYS);
-  return m;
-}
 
 mode_t mode_of(const std::string& path) {
   struct stat st{};
@@ -260,7 +243,7 @@ TEST_CASE("attack3: hidden credentials stay hidden through every spelling, metad
           "[attack3][home]") {
   require_userns();
   Home h;
-  const auto before = tree(h.home.path());
+  const auto before = manifest(h.home.path());
   for (Rung rung : {Rung::namespaces, Rung::landlock}) {
     DYNAMIC_SECTION((rung == Rung::namespaces ? "namespaces" : "landlock")) {
       std::vector<std::string> args = rung_options(rung);
@@ -291,11 +274,11 @@ TEST_CASE("attack3: hidden credentials stay hidden through every spelling, metad
       CHECK(two.exit_code == 0);
       CHECK(two.out.find("SECRET") == std::string::npos);
       // The real home is as it was: no link, no mode, no time changed.
-      CHECK(tree(h.home.path()) == before);
+      CHECK(manifest(h.home.path()) == before);
       // No layer holds a copy of a hidden path (nothing copied up by the
       // metadata calls).
       if (file_exists(h.layer_base()))
-        for (const auto& [path, what] : tree(h.layer_base())) {
+        for (const auto& [path, what] : manifest(h.layer_base())) {
           INFO(path);
           CHECK(what.find("SECRET") == std::string::npos);
           CHECK(path.find("/upper/.ssh") == std::string::npos);
@@ -312,7 +295,7 @@ TEST_CASE("attack3: hidden credentials stay hidden through every spelling, metad
 TEST_CASE("attack3: --allow-read re-exposes exactly one path, read-only, on both rungs", "[attack3][home]") {
   require_userns();
   Home h;
-  const auto before = tree(h.home.path());
+  const auto before = manifest(h.home.path());
   for (Rung rung : {Rung::namespaces, Rung::landlock}) {
     DYNAMIC_SECTION((rung == Rung::namespaces ? "namespaces" : "landlock")) {
       std::vector<std::string> args = rung_options(rung);
@@ -327,9 +310,9 @@ TEST_CASE("attack3: --allow-read re-exposes exactly one path, read-only, on both
       INFO(r.out << r.err);
       CHECK(r.exit_code == 0);
       CHECK(r.out == "SECRET-SSH\n");
-      CHECK(tree(h.home.path()) == before);
+      CHECK(manifest(h.home.path()) == before);
       if (file_exists(h.layer_base()))
-        for (const auto& [path, what] : tree(h.layer_base())) {
+        for (const auto& [path, what] : manifest(h.layer_base())) {
           INFO(path);
           CHECK(what.find("evil") == std::string::npos);
           CHECK(path.find("/upper/.ssh") == std::string::npos);
@@ -348,7 +331,7 @@ TEST_CASE("attack3: home diff and reset follow no link the command left in the h
   write_file(victim / "keep", "KEEP-ME\n");
   make_dir(victim / "sub");
   write_file(victim / "sub/deep", "DEEP\n");
-  const auto victim_before = tree(victim.path());
+  const auto victim_before = manifest(victim.path());
   RunResult r = nsrun_test::nsrun({"--backend", "namespaces", "--", "sh", "-c",
                        "mkdir -p ~/d && ln -s " + shell_quote(victim.path()) + " ~/etc && ln -s " +
                            shell_quote(victim.path()) + " ~/d/sub && ln -s / ~/root && ln -s /etc ~/d/etc && "
@@ -366,9 +349,31 @@ TEST_CASE("attack3: home diff and reset follow no link the command left in the h
   RunResult reset = nsrun_test::nsrun({"home", "reset"}, h.opts());
   INFO(reset.out << reset.err);
   CHECK(reset.exit_code == 0);
-  CHECK(tree(victim.path()) == victim_before);
+  CHECK(manifest(victim.path()) == victim_before);
   CHECK(file_exists("/etc/passwd"));
 }
+
+namespace {
+
+// Another workspace's cow home layer, with what its run wrote into its
+// home: a key and a token.
+void secrets_in_other_layer(Home& h, const TempDir& other) {
+  RunOptions in_other = h.opts();
+  in_other.cwd = other.path();
+  RunResult made = nsrun_test::nsrun({"--backend", "namespaces", "--", "sh", "-c",
+                                      "mkdir -p ~/.aws && echo LAYER-KEY > ~/.aws/credentials && echo LAYER-TOKEN > ~/.npmrc"},
+                                     in_other);
+  INFO(made.out << made.err);
+  REQUIRE(made.exit_code == 0);
+}
+
+// A shell command that prints whatever of those it can read below `base`.
+std::string read_layers(const std::string& base) {
+  return "cat " + shell_quote(base) + "/*/upper/.aws/credentials " + shell_quote(base) +
+         "/*/upper/.npmrc 2>/dev/null; grep -rs LAYER " + shell_quote(base);
+}
+
+}  // namespace
 
 // What a run wrote into its own cow home (an ssh key made there, a token
 // from `npm login`) is in that workspace's layer on the host. The cow home
@@ -381,18 +386,11 @@ TEST_CASE("attack3: another workspace's home layer is not readable from a Landlo
   rung_options(Rung::landlock);
   Home h;
   TempDir other("atk3-other-ws");
-  RunOptions in_other = h.opts();
-  in_other.cwd = other.path();
-  RunResult made = nsrun_test::nsrun({"--backend", "namespaces", "--", "sh", "-c",
-                                      "mkdir -p ~/.aws && echo LAYER-KEY > ~/.aws/credentials && echo LAYER-TOKEN > ~/.npmrc"},
-                                     in_other);
-  INFO(made.out << made.err);
-  REQUIRE(made.exit_code == 0);
+  secrets_in_other_layer(h, other);
   const std::string base = h.layer_base();
   RunResult r = nsrun_test::nsrun(
       {"--backend", "landlock", "--", "sh", "-c",
-       "cat " + shell_quote(base) + "/*/upper/.aws/credentials " + shell_quote(base) + "/*/upper/.npmrc 2>/dev/null; "
-       "grep -rs LAYER " + shell_quote(base) + "; mkdir -p \"$XDG_CACHE_HOME\" && echo cache > \"$XDG_CACHE_HOME/x\" && echo cache-ok"},
+       read_layers(base) + "; mkdir -p \"$XDG_CACHE_HOME\" && echo cache > \"$XDG_CACHE_HOME/x\" && echo cache-ok"},
       h.opts());
   INFO(r.out << r.err);
   CHECK(r.exit_code == 0);
@@ -403,9 +401,7 @@ TEST_CASE("attack3: another workspace's home layer is not readable from a Landlo
     DYNAMIC_SECTION("--home ro " << (rung == Rung::namespaces ? "namespaces" : "landlock")) {
       std::vector<std::string> args = rung_options(rung);
       args.insert(args.end(), {"--home", "ro", "--", "sh", "-c",
-                               "cat ~/.bashrc; cat " + shell_quote(base) + "/*/upper/.aws/credentials " +
-                                   shell_quote(base) + "/*/upper/.npmrc 2>/dev/null; grep -rs LAYER " + shell_quote(base) +
-                                   "; true"});
+                               "cat ~/.bashrc; " + read_layers(base) + "; true"});
       RunResult ro = nsrun_test::nsrun(args, h.opts());
       INFO(ro.out << ro.err);
       CHECK(ro.exit_code == 0);
@@ -423,21 +419,15 @@ TEST_CASE("attack3: another workspace's home layer is not readable when this wor
   require_userns();
   Home h;
   TempDir other("atk3-other-ws");
-  RunOptions in_other = h.opts();
-  in_other.cwd = other.path();
-  RunResult made = nsrun_test::nsrun({"--backend", "namespaces", "--", "sh", "-c",
-                                      "mkdir -p ~/.aws && echo LAYER-KEY > ~/.aws/credentials && echo LAYER-TOKEN > ~/.npmrc"},
-                                     in_other);
-  INFO(made.out << made.err);
-  REQUIRE(made.exit_code == 0);
+  secrets_in_other_layer(h, other);
   const std::string base = h.layer_base();
-  const auto before = tree(base);
+  const auto before = manifest(base);
   RunResult mine = nsrun_test::nsrun({"--backend", "namespaces", "--", "true"}, h.opts());
   INFO(mine.out << mine.err);
   REQUIRE(mine.exit_code == 0);
   // This workspace's layer: the one directory of the base the run made.
   std::string layer;
-  for (const auto& [path, what] : tree(base))
+  for (const auto& [path, what] : manifest(base))
     if (!before.contains(path) && path.find('/', 1) == std::string::npos) layer = base + path;
   REQUIRE(!layer.empty());
   REQUIRE(run({"/bin/rm", "-rf", "--", layer}).exit_code == 0);
@@ -446,9 +436,7 @@ TEST_CASE("attack3: another workspace's home layer is not readable when this wor
     DYNAMIC_SECTION((rung == Rung::namespaces ? "namespaces" : "landlock")) {
       std::vector<std::string> args = rung_options(rung);
       args.insert(args.end(), {"--", "sh", "-c",
-                               "cat ~/.bashrc; cat " + shell_quote(base) + "/*/upper/.aws/credentials " +
-                                   shell_quote(base) + "/*/upper/.npmrc 2>/dev/null; grep -rs LAYER " + shell_quote(base) +
-                                   "; true"});
+                               "cat ~/.bashrc; " + read_layers(base) + "; true"});
       RunResult r = nsrun_test::nsrun(args, h.opts());
       INFO(r.out << r.err);
       CHECK(r.exit_code == 0);
@@ -495,7 +483,7 @@ TEST_CASE("attack3: another workspace's home layer is not readable in the namesp
   CHECK_THAT(r.out, ContainsSubstring("cache=ok"));
   // The cache is on the host, in this workspace's layer.
   bool warm = false;
-  for (const auto& [path, what] : tree(t / "state"))
+  for (const auto& [path, what] : manifest(t / "state"))
     if (path.ends_with("/redirect/npm/entry")) warm = what.ends_with("warm\n");
   CHECK(warm);
   CHECK(read_file(other + "/credentials") == "LAYER-KEY\n");
@@ -733,7 +721,7 @@ TEST_CASE("attack3: commit's exchange never writes through a symlink the host sw
   write_file(outside / "victim", "VICTIM\n");
   make_dir(outside / "dir");
   write_file(outside / "dir/keep", "KEEP\n");
-  const auto outside_before = tree(outside.path());
+  const auto outside_before = manifest(outside.path());
   constexpr int files = 400;
   for (int i = 0; i < files; ++i) write_file(ws / ("f" + std::to_string(i)), "old\n");
   settle_clock();
@@ -762,12 +750,12 @@ TEST_CASE("attack3: commit's exchange never writes through a symlink the host sw
   swapper.signal(SIGKILL);
   (void)swapper.wait();
   INFO(commit.out << commit.err);
-  CHECK(tree(outside.path()) == outside_before);
+  CHECK(manifest(outside.path()) == outside_before);
   CHECK(read_file(ws / "f0") == "new\n");
   CHECK(read_link(ws / "f0").empty());
   CHECK(read_file(ws / "f1") == "new\n");
   // No temporary name is left behind in the workspace.
-  for (const auto& [path, what] : tree(ws.path())) CHECK(path.find(".nsrun-commit-") == std::string::npos);
+  for (const auto& [path, what] : manifest(ws.path())) CHECK(path.find(".nsrun-commit-") == std::string::npos);
 }
 
 // ---------------------------------------------------------------- deep trees
@@ -821,5 +809,5 @@ TEST_CASE("attack3: a 30000-deep tree in a layer: changes, commit, discard and h
   CHECK(diff.exit_code == 0);
   RunResult reset = nsrun_test::nsrun({"home", "reset"}, o);
   CHECK(reset.exit_code == 0);
-  CHECK(tree(state / "nsrun/home").size() == 1);  // the base alone
+  CHECK(manifest(state / "nsrun/home").size() == 1);  // the base alone
 }

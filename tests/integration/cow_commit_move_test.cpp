@@ -29,6 +29,18 @@ std::string xattrs_of(const std::string& path) {
   return n > 0 ? std::string(names, static_cast<std::size_t>(n)) : std::string();
 }
 
+// The run id a running cow launch printed on stderr.
+std::string run_id_of_running(Process& p) {
+  std::string id;
+  REQUIRE(eventually([&] {
+    (void)p.poll_line("no such line", 20ms);  // reads stderr on the way
+    if (p.err().find("nsrun: run ") == std::string::npos) return false;
+    id = run_id_of(p.err());
+    return true;
+  }));
+  return id;
+}
+
 }  // namespace
 
 TEST_CASE("cow commit: a moved file is what a copy gave: no layer xattr, one link, its own bytes", "[cow]") {
@@ -90,13 +102,7 @@ TEST_CASE("attack: a sandbox still running cannot write into a file after it was
                  " && echo two >&3 && echo wrote-again"},
             in(ws, env));
   p.wait_for_line("ready");
-  std::string id;
-  REQUIRE(eventually([&] {
-    (void)p.poll_line("no such line", 20ms);  // reads stderr on the way
-    if (p.err().find("nsrun: run ") == std::string::npos) return false;
-    id = run_id_of(p.err());
-    return true;
-  }));
+  const std::string id = run_id_of_running(p);
   RunResult c = nsrun({"commit", id}, in(ws, env));
   INFO(c.out << c.err);
   CHECK(c.exit_code == 0);
@@ -148,13 +154,7 @@ TEST_CASE("cow commit: moves out of an ended run only; a run whose nsrun was kil
                "echo new >> f && echo ready && exec sleep 600"},
               in(ws, env));
     p.wait_for_line("ready");
-    std::string id;
-    REQUIRE(eventually([&] {
-      (void)p.poll_line("no such line", 20ms);
-      if (p.err().find("nsrun: run ") == std::string::npos) return false;
-      id = run_id_of(p.err());
-      return true;
-    }));
+    const std::string id = run_id_of_running(p);
     REQUIRE(::kill(p.pid(), SIGKILL) == 0);
     (void)p.wait();
     CHECK(::access((cow.path() + "/" + id + "/ended").c_str(), F_OK) != 0);
