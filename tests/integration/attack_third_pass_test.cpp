@@ -6,6 +6,7 @@
 // host afterwards, not only what the command printed.
 #include "harness.hpp"
 #include "manifest.hpp"
+#include "cow_support.hpp"
 
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
@@ -84,6 +85,32 @@ const std::string credential_reads =
     "find \"$HOME\" -name 'id_*' 2>/dev/null | grep -q . && echo found-by-find; "
     "grep -rs SECRET \"$HOME\" /proc/1/root\"$HOME\" 2>/dev/null; true";
 
+// `nsrun commit` of the run whose launch gave `r`, in the run directory
+// `runs`; it must succeed.
+void commit_run(const RunResult& r, const TempDir& runs, const RunOptions& o) {
+  RunResult commit = nsrun_test::nsrun({"commit", "--cow-dir", runs.path(), nsrun_test::cow::run_id_of(r.err)}, o);
+  INFO(commit.out << commit.err);
+  CHECK(commit.exit_code == 0);
+}
+
+// Another workspace's cow home layer, with what its run wrote into its
+// home: a key and a token.
+void secrets_in_other_layer(Home& h, const TempDir& other) {
+  RunOptions in_other = h.opts();
+  in_other.cwd = other.path();
+  RunResult made = nsrun_test::nsrun({"--backend", "namespaces", "--", "sh", "-c",
+                                      "mkdir -p ~/.aws && echo LAYER-KEY > ~/.aws/credentials && echo LAYER-TOKEN > ~/.npmrc"},
+                                     in_other);
+  INFO(made.out << made.err);
+  REQUIRE(made.exit_code == 0);
+}
+
+// A shell command that prints whatever of those it can read below `base`.
+std::string read_layers(const std::string& base) {
+  return "cat " + shell_quote(base) + "/*/upper/.aws/credentials " + shell_quote(base) +
+         "/*/upper/.npmrc 2>/dev/null; grep -rs LAYER " + shell_quote(base);
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- commit
@@ -160,13 +187,7 @@ TEST_CASE("attack3: a process the sandbox left behind cannot write into a commit
   if (r.err.find("no sandbox available") != std::string::npos)
     unavailable("a cow run without a PID namespace", "the namespace rung refused it: " + r.err);
   REQUIRE(r.exit_code == 0);
-  const std::string mark = "nsrun: run ";
-  const std::size_t pos = r.err.find(mark);
-  REQUIRE(pos != std::string::npos);
-  const std::string id = r.err.substr(pos + mark.size(), 12);
-  RunResult commit = nsrun_test::nsrun({"commit", "--cow-dir", runs.path(), id}, o);
-  INFO(commit.out << commit.err);
-  CHECK(commit.exit_code == 0);
+  commit_run(r, runs, o);
   CHECK(read_file(ws / "f") == "new\n");
   // Lets the left process write, and waits until it has (or is gone).
   RunResult release = run({"/usr/bin/timeout", "30", "sh", "-c", "echo go > \"$0\"; cat \"$1\"", go, back});
@@ -196,13 +217,7 @@ TEST_CASE("attack3: commit carries no overlay xattr the command set into the wor
       o);
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
-  const std::string mark = "nsrun: run ";
-  const std::size_t pos = r.err.find(mark);
-  REQUIRE(pos != std::string::npos);
-  const std::string id = r.err.substr(pos + mark.size(), 12);
-  RunResult commit = nsrun_test::nsrun({"commit", "--cow-dir", runs.path(), id}, o);
-  INFO(commit.out << commit.err);
-  CHECK(commit.exit_code == 0);
+  commit_run(r, runs, o);
   CHECK(read_file(ws / "g") == "x");
   char names[4096];
   const ssize_t n = ::llistxattr((ws / "g").c_str(), names, sizeof names);
@@ -353,27 +368,6 @@ TEST_CASE("attack3: home diff and reset follow no link the command left in the h
   CHECK(file_exists("/etc/passwd"));
 }
 
-namespace {
-
-// Another workspace's cow home layer, with what its run wrote into its
-// home: a key and a token.
-void secrets_in_other_layer(Home& h, const TempDir& other) {
-  RunOptions in_other = h.opts();
-  in_other.cwd = other.path();
-  RunResult made = nsrun_test::nsrun({"--backend", "namespaces", "--", "sh", "-c",
-                                      "mkdir -p ~/.aws && echo LAYER-KEY > ~/.aws/credentials && echo LAYER-TOKEN > ~/.npmrc"},
-                                     in_other);
-  INFO(made.out << made.err);
-  REQUIRE(made.exit_code == 0);
-}
-
-// A shell command that prints whatever of those it can read below `base`.
-std::string read_layers(const std::string& base) {
-  return "cat " + shell_quote(base) + "/*/upper/.aws/credentials " + shell_quote(base) +
-         "/*/upper/.npmrc 2>/dev/null; grep -rs LAYER " + shell_quote(base);
-}
-
-}  // namespace
 
 // What a run wrote into its own cow home (an ssh key made there, a token
 // from `npm login`) is in that workspace's layer on the host. The cow home
