@@ -67,7 +67,7 @@ TEST_CASE("resolv.conf: nameservers, options, comments, defaults", "[resolve]") 
 
 TEST_CASE("/etc/hosts: names and aliases, case, comments, each address once", "[resolve]") {
   const std::string text =
-      "127.0.0.1 localhost\n# 10.0.0.9 git.test\n198.18.0.1\tgit.test  Git-Alias.TEST. # comment\n"
+      "127.0.0.1 localhost\n# 127.0.0.9 git.test\n198.18.0.1\tgit.test  Git-Alias.TEST. # comment\n"
       "2001:db8::7 git.test\n198.18.0.1 git.test\nbogus git.test\n198.18.0.2 other.test git.test.example\n";
   auto a = hosts_lookup(text, "git.test");
   REQUIRE(a.size() == 2);
