@@ -3,6 +3,7 @@
 // changes` / `commit` / `discard` follow a link on the host, touch a file
 // the command did not change, or fall over; and the layer commands take no
 // path from their arguments.
+#include "cow_support.hpp"
 #include "harness.hpp"
 
 #include <catch2/catch_test_macros.hpp>
@@ -31,13 +32,7 @@ struct Layers {
   // until the coarse clock run start times come from is past every file
   // the test just wrote, so commit sees none as changed by the host.
   std::string run_cow(const TempDir& ws, const std::string& script) const {
-    struct timespec made{};
-    ::clock_gettime(CLOCK_REALTIME, &made);
-    CHECK(eventually([&] {
-      struct timespec coarse{};
-      ::clock_gettime(CLOCK_REALTIME_COARSE, &coarse);
-      return coarse.tv_sec > made.tv_sec || (coarse.tv_sec == made.tv_sec && coarse.tv_nsec > made.tv_nsec);
-    }));
+    cow::settle_clock();
     RunResult r = nsrun({"--workspace-mode", "cow", "--", "sh", "-c", script}, in(ws));
     INFO(r.out << r.err);
     REQUIRE(r.exit_code == 0);

@@ -41,18 +41,6 @@ mode_t mode_of(const std::string& path) {
   return st.st_mode & 07777;
 }
 
-// Waits until the coarse clock (run start times) is past every file the
-// test just wrote, so commit counts none of them as a host change.
-void settle_clock() {
-  struct timespec made{};
-  ::clock_gettime(CLOCK_REALTIME, &made);
-  CHECK(eventually([&] {
-    struct timespec coarse{};
-    ::clock_gettime(CLOCK_REALTIME_COARSE, &coarse);
-    return coarse.tv_sec > made.tv_sec || (coarse.tv_sec == made.tv_sec && coarse.tv_nsec > made.tv_nsec);
-  }));
-}
-
 // A state home and $HOME of the test's own, with default credentials.
 struct Home {
   TempDir ws{"atk3-ws"};
@@ -137,7 +125,7 @@ TEST_CASE("attack3: commit installs no setuid or setgid file the command made", 
   require_userns();
   TempDir ws("atk3-suid"), state("atk3-suid-state");
   write_file(ws / "tool", "#!/bin/sh\necho old\n", 0755);
-  settle_clock();
+  nsrun_test::cow::settle_clock();
   RunOptions o = at(ws);
   o.env = {"XDG_STATE_HOME=" + state.path(), "HOME=" + state.path(), "XDG_RUNTIME_DIR="};
   RunResult r = nsrun_test::nsrun({"--workspace-mode", "cow", "--", "sh", "-c",
@@ -186,7 +174,7 @@ TEST_CASE("attack3: a process the sandbox left behind cannot write into a commit
   REQUIRE(::mkfifo(go.c_str(), 0600) == 0);
   REQUIRE(::mkfifo(back.c_str(), 0600) == 0);
   write_file(cfg / "policy.json", "{\"namespaces\": {\"pid\": false}}\n");
-  settle_clock();
+  nsrun_test::cow::settle_clock();
   RunOptions o = at(ws);
   o.env = {"XDG_STATE_HOME=" + cfg.path(), "HOME=" + cfg.path(), "XDG_RUNTIME_DIR="};
   RunResult r = nsrun_test::nsrun(
@@ -244,7 +232,7 @@ TEST_CASE("attack3: commit carries no file capability into the workspace", "[att
   require_userns();
   if (!file_exists("/usr/sbin/setcap") && !file_exists("/sbin/setcap")) unavailable("setcap", "setcap is not installed");
   TempDir ws("atk3-cap"), state("atk3-cap-state");
-  settle_clock();
+  nsrun_test::cow::settle_clock();
   RunOptions o = at(ws);
   o.env = {"XDG_STATE_HOME=" + state.path(), "HOME=" + state.path(), "XDG_RUNTIME_DIR="};
   RunResult r = nsrun_test::nsrun({"--workspace-mode", "cow", "--", "sh", "-c",
@@ -718,7 +706,7 @@ TEST_CASE("attack3: commit's exchange never writes through a symlink the host sw
   const auto outside_before = manifest(outside.path());
   constexpr int files = 400;
   for (int i = 0; i < files; ++i) write_file(ws / ("f" + std::to_string(i)), "old\n");
-  settle_clock();
+  nsrun_test::cow::settle_clock();
   RunOptions o = at(ws);
   o.env = {"XDG_STATE_HOME=" + state.path(), "HOME=" + state.path(), "XDG_RUNTIME_DIR="};
   RunResult r = nsrun_test::nsrun({"--workspace-mode", "cow", "--", "sh", "-c",
@@ -770,7 +758,7 @@ TEST_CASE("attack3: a 30000-deep tree in a layer: changes, commit, discard and h
                            "open('f', 'w').write('x')\nprint('deep')\n";
   TempDir ws("atk3-deep"), state("atk3-deep-state"), home("atk3-deep-home");
   write_file(ws / "deep.py", deep);
-  settle_clock();
+  nsrun_test::cow::settle_clock();
   RunOptions o = at(ws);
   o.env = {"XDG_STATE_HOME=" + state.path(), "HOME=" + home.path(), "XDG_RUNTIME_DIR="};
   o.timeout = 240s;

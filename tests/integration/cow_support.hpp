@@ -73,6 +73,19 @@ inline void wait_for_next_tick(const std::string& path) {
   }));
 }
 
+// Waits (with a deadline) until the coarse clock is past now: every file
+// the test just wrote is older than a run started after it, so commit sees
+// none of them as changed by the host.
+inline void settle_clock() {
+  struct timespec made{};
+  ::clock_gettime(CLOCK_REALTIME, &made);
+  CHECK(eventually([&] {
+    struct timespec coarse{};
+    ::clock_gettime(CLOCK_REALTIME_COARSE, &coarse);
+    return coarse.tv_sec > made.tv_sec || (coarse.tv_sec == made.tv_sec && coarse.tv_nsec > made.tv_nsec);
+  }));
+}
+
 inline nsrun_test::RunOptions in(const TempDir& dir, std::vector<std::string> env) {
   RunOptions o = at(dir);
   o.env = std::move(env);
