@@ -4,7 +4,11 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <optional>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -251,11 +255,57 @@ void erase_at_and_below(Map& m, const std::string& dest) {
   for (auto it = m.lower_bound(below); it != m.end() && it->first.starts_with(below);) it = m.erase(it);
 }
 
-// Sets MountStep::host_view. A map of the visible mounts by destination
-// (whether each is a host path bound onto itself); a mount hides what was
-// mounted below it. Paths that are not plain are not reasoned about.
+// The mounts visible so far, by destination: a tree of path components
+// (a plain path's), each node holding whether the mount on it, if any, is
+// a host path bound onto itself. One walk down a destination finds the
+// nearest mount at or above it and forgets what the new mount hides (the
+// node's subtree), without comparing whole paths: with a thousand sibling
+// binds, an ordered map of paths spent most of make_plan() in memcmp over
+// their long common prefix. Keys are views into the steps' destinations,
+// which outlive the tree.
+class VisibleMounts {
+ public:
+  // Records a mount on the plain path `dest` (onto_itself: a host path
+  // bound onto itself) and returns the nearest mount at or above `dest`
+  // before it, if any.
+  std::optional<bool> mount(std::string_view dest, bool onto_itself) {
+    Node* node = &root_;
+    std::optional<bool> nearest = node->onto_itself;
+    for (std::size_t i = 0; i < dest.size();) {
+      const std::size_t end = std::min(dest.find('/', i + 1), dest.size());
+      const std::string_view part = dest.substr(i + 1, end - i - 1);
+      i = end;
+      if (part.empty()) continue;  // "/" itself
+      auto& child = node->children[part];
+      if (!child) child = std::make_unique<Node>();
+      node = child.get();
+      if (node->onto_itself) nearest = node->onto_itself;
+    }
+    // A mount on `dest` hides what was mounted below it.
+    node->children.clear();
+    node->onto_itself = onto_itself;
+    return nearest;
+  }
+  // Nothing before this is trusted.
+  void clear() {
+    root_.children.clear();
+    root_.onto_itself.reset();
+  }
+
+ private:
+  struct Node {
+    std::optional<bool> onto_itself;  // a mount here, and whether it is a host path bound onto itself
+    std::unordered_map<std::string_view, std::unique_ptr<Node>> children;
+  };
+  Node root_;
+};
+
+}  // namespace
+
+// A mount hides what was mounted below it. Paths that are not plain are
+// not reasoned about.
 void mark_host_views(std::vector<MountStep>& steps) {
-  std::map<std::string, bool, std::less<>> visible;
+  VisibleMounts visible;
   for (MountStep& s : steps) {
     if (!is_mount(s.op) || (s.op == Op::write_file && s.source.empty())) continue;
     const bool onto_itself = s.op == Op::bind && !s.source_in_root && s.source_fd < 0 && s.source == s.dest;
@@ -264,22 +314,12 @@ void mark_host_views(std::vector<MountStep>& steps) {
       visible.clear();
       continue;
     }
-    if (onto_itself) {
-      // The nearest visible mount at or above `dest`.
-      for (std::string at = s.dest;;) {
-        if (auto it = visible.find(at); it != visible.end()) {
-          s.host_view = it->second;
-          break;
-        }
-        if (at == "/") break;
-        const std::size_t slash = at.find_last_of('/');
-        at = slash == 0 ? std::string("/") : at.substr(0, slash);
-      }
-    }
-    erase_at_and_below(visible, s.dest);
-    visible[s.dest] = onto_itself;
+    const std::optional<bool> nearest = visible.mount(s.dest, onto_itself);
+    if (onto_itself && nearest) s.host_view = *nearest;
   }
 }
+
+namespace {
 
 bool at_or_under(std::string_view path, std::string_view dir) {
   if (dir == "/") return true;
@@ -354,7 +394,34 @@ void protect_paths(std::vector<MountStep>& out, const Policy& p) {
 
 }  // namespace
 
+namespace {
+
+// A bind or tmpfs collapse_duplicates() may drop for an equal one right
+// after it.
+bool collapsible(const MountStep& s) {
+  return (s.op == Op::bind || s.op == Op::tmpfs) && !s.source_in_root && s.source_fd < 0;
+}
+
+// Whether collapse_duplicates() has anything to drop: a collapsible step
+// equal to the one before it, or two self-contained steps on one
+// destination (the only way its map finds an entry). Almost never, and a
+// hash set of destinations answers it without the ordered map's prefix
+// compares, which cost a thousand sibling binds several milliseconds.
+bool any_duplicate(const std::vector<MountStep>& steps) {
+  std::unordered_set<std::string_view> dests;
+  dests.reserve(steps.size());
+  for (std::size_t k = 0; k < steps.size(); ++k) {
+    const MountStep& s = steps[k];
+    if (k > 0 && collapsible(s) && steps[k - 1] == s) return true;
+    if (self_contained(s) && !dests.insert(s.dest).second) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 void collapse_duplicates(std::vector<MountStep>& steps) {
+  if (!any_duplicate(steps)) return;
   std::vector<bool> drop(steps.size(), false);
   // Destination -> the last self-contained step on it that nothing since
   // could have seen.
@@ -362,8 +429,7 @@ void collapse_duplicates(std::vector<MountStep>& steps) {
   std::optional<std::size_t> previous;  // the last step kept so far
   for (std::size_t k = 0; k < steps.size(); ++k) {
     const MountStep& s = steps[k];
-    const bool collapsible = (s.op == Op::bind || s.op == Op::tmpfs) && !s.source_in_root && s.source_fd < 0;
-    if (collapsible && previous && steps[*previous] == s) {
+    if (collapsible(s) && previous && steps[*previous] == s) {
       drop[*previous] = true;
     } else if (self_contained(s)) {
       if (auto it = open.find(s.dest); it != open.end() && steps[it->second] == s) drop[it->second] = true;

@@ -98,8 +98,14 @@ Result<LaunchPlan> make_plan(const Policy& policy, const HostFacts& host);
 // below its destination. The kernel walks a stack of mounts on one
 // directory at every lookup, attach and in-root check, so N mounts on one
 // path cost N^2; after this, repeating an option costs nothing. Linear (a
-// map of destinations). Part of make_plan(); exposed for the unit tests.
+// hash set of destinations, and a map only when one repeats). Part of
+// make_plan(); exposed for the unit tests.
 void collapse_duplicates(std::vector<MountStep>& steps);
+
+// Sets MountStep::host_view on each host path bound onto itself where the
+// nearest earlier mount at or above its destination is such a bind too.
+// Part of make_plan(); exposed for the unit tests.
+void mark_host_views(std::vector<MountStep>& steps);
 
 // Human-readable rendering for `nsrun explain`.
 std::string describe(const LaunchPlan& plan);
