@@ -14,6 +14,7 @@
 // - bwrap --ro-bind P P: bwrap follows symlinks, so the object P named then
 //   is protected, never another one in its place.
 #include "harness.hpp"
+#include "racer.hpp"
 
 #include <catch2/catch_test_macros.hpp>
 #include <fmt/format.h>
@@ -37,35 +38,6 @@ using nsrun::Fd;
 namespace {
 
 constexpr int launches = 200;
-
-// Swaps `a` and `b` in `dir` until destroyed; counts the swaps.
-class Racer {
- public:
-  Racer(const std::string& dir, std::string a, std::string b) : a_(std::move(a)), b_(std::move(b)) {
-    dir_ = ::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-    REQUIRE(dir_ >= 0);
-    thread_ = std::thread([this] {
-      while (!stop_.load(std::memory_order_relaxed))
-        if (::renameat2(dir_, a_.c_str(), dir_, b_.c_str(), RENAME_EXCHANGE) == 0) swaps_.fetch_add(1);
-    });
-  }
-  ~Racer() {
-    stop();
-    ::close(dir_);
-  }
-  void stop() {
-    stop_ = true;
-    if (thread_.joinable()) thread_.join();
-  }
-  long swaps() const { return swaps_.load(); }
-
- private:
-  int dir_ = -1;
-  std::string a_, b_;
-  std::atomic<bool> stop_{false};
-  std::atomic<long> swaps_{0};
-  std::thread thread_;
-};
 
 // Whether `name` exists in the directory `dirfd` names (whatever it is
 // called now).

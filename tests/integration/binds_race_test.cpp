@@ -1,0 +1,97 @@
+// Issue 16, the 1000-bind row: the mount executor now keeps each bind's
+// fds (the source, its clone, the destination) open until a batch of them
+// is closed with close_range(), and asks the source's identity once. An
+// attacker who swaps the parent of sibling --ro binds for a symlink while
+// they are made (the directory "p" and a symlink "q" to a stand-in T
+// exchange names flat out) must get neither of the two things a parent
+// lookup reused or left open could give:
+// a protection on the wrong object. Every directory D/i a launch ran with
+// stays unwritable through any name for the whole run (the writes go to
+// T's siblings through the link, never to D's), and a launch either runs
+// or is refused with 125 and one line (a symlink met, an object renamed
+// or replaced between the source's and the destination's lookups).
+#include "harness.hpp"
+#include "racer.hpp"
+
+#include <catch2/catch_test_macros.hpp>
+#include <fmt/format.h>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "sys/fd.hpp"
+
+using namespace nsrun_test;
+using nsrun::Fd;
+
+namespace {
+
+constexpr int sibling_launches = 300;
+
+bool exists_at(const Fd& dir, const std::string& name) {
+  struct stat st{};
+  return ::fstatat(dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+Fd dir_fd(const std::string& path) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  REQUIRE(fd);
+  return fd;
+}
+
+void sibling_race() {
+  TempDir ws("binds-race");
+  const std::string p = ws / "p", q = ws / "q", t = ws / "t";
+  // D ("p") and T (the link's target) have the same two siblings.
+  for (const std::string& dir : {p, p + "/0", p + "/1", t, t + "/0", t + "/1"}) make_dir(dir);
+  REQUIRE(::symlink(t.c_str(), q.c_str()) == 0);
+  const Fd d0 = dir_fd(p + "/0"), d1 = dir_fd(p + "/1"), t0 = dir_fd(t + "/0"), t1 = dir_fd(t + "/1");
+  // Writes into each sibling through both names, whatever each is now.
+  const std::string writes = "for n in \"$1\" \"$2\"; do for i in 0 1; do echo x > \"$n/$i/f\"; done; done 2>/dev/null; exit 0";
+  Racer racer(ws.path(), "p", "q");
+  int ran = 0;
+  for (int k = 0; k < sibling_launches; ++k) {
+    std::vector<std::string> args;
+    for (const std::string& a : {std::string("--ro"), p + "/0", std::string("--ro"), p + "/1", std::string("--"),
+                                 std::string("/bin/sh"), std::string("-c"), writes, std::string("sh"), p, q})
+      args.push_back(a);
+    RunResult r = nsrun_test::nsrun(args, at(ws));
+    if (r.exit_code == 0) {
+      ++ran;
+    } else {
+      INFO(r.err);
+      REQUIRE(r.exit_code == 125);
+      CHECK(count_lines(r.err) == 1);
+      const bool why = r.err.find("symlink") != std::string::npos || r.err.find("renamed or replaced") != std::string::npos;
+      CHECK(why);
+      if (!why) FAIL_CHECK(r.err);
+      // Refused: nothing ran, nothing was written.
+      REQUIRE_FALSE(exists_at(t0, "f"));
+      REQUIRE_FALSE(exists_at(t1, "f"));
+    }
+    REQUIRE_FALSE(exists_at(d0, "f"));
+    REQUIRE_FALSE(exists_at(d1, "f"));
+    ::unlinkat(t0.get(), "f", 0);
+    ::unlinkat(t1.get(), "f", 0);
+  }
+  racer.stop();
+  INFO(fmt::format("{} ran, {} refused, {} swaps", ran, sibling_launches - ran, racer.swaps()));
+  CHECK(racer.swaps() > 0);
+  CHECK(ran > 0);
+  CHECK(ran < sibling_launches);  // the race was run, not missed
+}
+
+}  // namespace
+
+TEST_CASE("sibling --ro binds whose parent is swapped for a symlink: the protection lands on the object found (namespace rung)",
+          "[race][hardening][binds]") {
+  require_userns();
+  sibling_race();
+}
+
+// The Landlock rung has no --ro inside a writable workspace
+// (landlock-cannot-express): it refuses these launches outright.
