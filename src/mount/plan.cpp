@@ -219,12 +219,13 @@ void expand(std::vector<MountStep>& out, const MountOp& m, ProcMode proc, const 
 // An absolute path whose text is its only spelling: no empty, "." or ".."
 // component, no trailing slash. Only such paths are compared as text.
 bool plain_path(std::string_view p) {
-  if (p == "/") return true;
+  using namespace std::string_view_literals;  // no strlen per compare (-Os)
+  if (p == "/"sv) return true;
   if (p.empty() || p.front() != '/' || p.back() == '/') return false;
   for (std::size_t i = 0; i < p.size();) {
     const std::size_t end = std::min(p.find('/', i + 1), p.size());
     const std::string_view part = p.substr(i + 1, end - i - 1);
-    if (part.empty() || part == "." || part == "..") return false;
+    if (part.empty() || part == "."sv || part == ".."sv) return false;
     i = end;
   }
   return true;
@@ -478,10 +479,13 @@ Result<LaunchPlan> make_plan(const Policy& p, const HostFacts& host) {
   // for overlayfs as one made here; no id maps are written into it, though.
   const bool user_ns = p.ns.user || p.userns_fd.has_value();
   // Without copying the mount list first: with a thousand binds the copies
-  // were a third of prepare(). The presets expand to a few dozen steps.
-  plan.mounts.reserve(p.mounts.size() + 32);
+  // were a third of prepare(). The presets expand to a few dozen steps,
+  // the covers and protected paths follow: room for all of them, so the
+  // thousand steps are not moved again when the list grows past it.
+  plan.mounts.reserve(p.mounts.size() + p.hidden_sockets.size() + p.hidden_paths.size() + 128);
+  const std::string tmp_dest = "/tmp";
   for_each_mount(p, [&](const MountOp& m) {
-    expand(plan.mounts, m, plan.proc, "/tmp", user_ns, p.follow_symlinks);
+    expand(plan.mounts, m, plan.proc, tmp_dest, user_ns, p.follow_symlinks);
   });
   cover_hidden(plan.mounts, p, p.hidden_sockets);
   cover_hidden(plan.mounts, p, p.hidden_paths);
