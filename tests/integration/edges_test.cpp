@@ -117,3 +117,25 @@ TEST_CASE("fourth pass: when nsrun returns, its PID 1 and the command are gone",
     }
   }
 }
+
+TEST_CASE("fourth pass: nsrun ends without its destructors, its output complete", "[edges][process]") {
+  // nsrun now ends with _exit() once the launch is over (the Policy and
+  // the statics are not freed one by one): everything it owes the caller
+  // must be out by then, in both rungs' report paths.
+  require_userns();
+  TempDir ws("edges-exit");
+  RunResult r = nsrun({"--report", ws / "r.json", "--", "sh", "-c", "echo out; echo err >&2; exit 7"}, at(ws));
+  INFO(r.err);
+  CHECK(r.exit_code == 7);
+  CHECK(r.out == "out\n");
+  CHECK(r.err.find("err\n") != std::string::npos);
+  const std::string json = read_file(ws / "r.json");
+  CHECK(json.starts_with("{\"rung\":"));
+  CHECK(json.find("\"exit_code\":7") != std::string::npos);
+  CHECK((json.ends_with("}}") || json.ends_with("}}\n")));
+  // nsrun's own failure after parsing (a missing workspace): the message
+  // and the status.
+  RunResult bad = nsrun({"--workspace", ws / "missing", "--", "true"}, at(ws));
+  CHECK(bad.exit_code == 125);
+  CHECK(bad.err.starts_with("nsrun: "));
+}
