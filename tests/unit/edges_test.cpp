@@ -252,3 +252,32 @@ TEST_CASE("precompiled_syscall_name: the table made at compile time names the ca
   CHECK(precompiled_syscall_name(-1).empty());
   CHECK(precompiled_syscall_name(100000).empty());
 }
+
+TEST_CASE("git_protected_paths: the user's git config is read once a root has a git directory, for every such root",
+          "[unit][edges]") {
+  // The global configs are read only when the first root with a git
+  // directory is met; the roots before it (none) and after it (the same
+  // text) must get what they got when the configs were read up front.
+  Scratch s;
+  // Only this test's HOME: an XDG_CONFIG_HOME of the caller's would be read too.
+  const char* xdg = std::getenv("XDG_CONFIG_HOME");
+  const std::string saved = xdg != nullptr ? xdg : "";
+  ::unsetenv("XDG_CONFIG_HOME");
+  s.mkdir("home");
+  s.write("home/.gitconfig", "[core]\n\thooksPath = .githooks\n");
+  s.mkdir("plain");
+  for (const char* repo : {"repo1", "repo2"}) {
+    s.mkdir(repo);
+    s.mkdir(std::string(repo) + "/.git");
+  }
+  const auto out = git_protected_paths({s.at("plain"), s.at("repo1"), s.at("repo2")}, s.at("home"));
+  CHECK(has(out, s.at("repo1/.githooks")));
+  CHECK(has(out, s.at("repo2/.githooks")));
+  CHECK_FALSE(has(out, s.at("plain/.githooks")));
+  // The repository's own config still wins over the user's.
+  s.write("repo2/.git/config", "[core]\n\thooksPath = own-hooks\n");
+  const auto again = git_protected_paths({s.at("repo1"), s.at("repo2")}, s.at("home"));
+  CHECK(has(again, s.at("repo1/.githooks")));
+  CHECK(has(again, s.at("repo2/own-hooks")));
+  if (xdg != nullptr) ::setenv("XDG_CONFIG_HOME", saved.c_str(), 1);
+}
