@@ -16,6 +16,7 @@
 #include "policy/cow.hpp"
 #include "policy/policy.hpp"
 #include "policy/protect.hpp"
+#include "scratch.hpp"
 #include "seccomp/precompiled.hpp"
 #include "sys/fd.hpp"
 
@@ -23,27 +24,7 @@ using namespace nsrun;
 
 namespace {
 
-// A scratch directory of the test's own, removed with its contents.
-struct Scratch {
-  std::string path;
-  Fd fd;
-  Scratch() {
-    const char* base = std::getenv("TMPDIR");
-    path = std::string(base && *base ? base : "/var/tmp") + "/nsrun-edges-XXXXXX";
-    REQUIRE(::mkdtemp(path.data()) != nullptr);
-    fd.reset(::open(path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-    REQUIRE(fd);
-  }
-  ~Scratch() { (void)std::system(("chmod -R u+rwx -- '" + path + "' 2>/dev/null; rm -rf -- '" + path + "'").c_str()); }
-  std::string at(const std::string& rel) const { return path + "/" + rel; }
-  void mkdir(const std::string& rel) const { REQUIRE(::mkdir(at(rel).c_str(), 0755) == 0); }
-  void write(const std::string& rel, const std::string& text) const {
-    const int fd = ::open(at(rel).c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
-    REQUIRE(fd >= 0);
-    REQUIRE(::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()));
-    ::close(fd);
-  }
-};
+using nsrun_unit::Scratch;
 
 Policy workspace_policy(const std::string& ws) {
   Policy p;
@@ -73,7 +54,7 @@ struct CountingPinner : DirPinner {
 }  // namespace
 
 TEST_CASE("ProtectWalker: a scan goes into .git once; the walks below it see that directory", "[unit][edges]") {
-  Scratch s;
+  Scratch s("edges");
   s.mkdir(".git");
   s.mkdir(".git/hooks");
   s.write(".git/config", "[core]\n");
@@ -102,7 +83,7 @@ TEST_CASE("ProtectWalker: a scan goes into .git once; the walks below it see tha
 }
 
 TEST_CASE("ProtectWalker: a sealed directory below a shared one is handed over as its own fd", "[unit][edges]") {
-  Scratch s;
+  Scratch s("edges");
   s.mkdir("conf");
   s.mkdir("conf/deep");
   ProtectWalker walker;
@@ -131,7 +112,7 @@ TEST_CASE("ProtectWalker: a sealed directory below a shared one is handed over a
 TEST_CASE("ProtectWalker: the executor's walks (with a pinner) each go into .git themselves", "[unit][edges]") {
   // The executor binds each directory on itself as it goes in and reopens
   // it: a shared fd would skip that pin for every later path below it.
-  Scratch s;
+  Scratch s("edges");
   s.mkdir(".git");
   s.mkdir(".git/hooks");
   s.write(".git/config", "[core]\n");
@@ -143,7 +124,7 @@ TEST_CASE("ProtectWalker: the executor's walks (with a pinner) each go into .git
 }
 
 TEST_CASE("rescan_not_kept: looks again at what was not kept, and sees what the run created", "[unit][edges]") {
-  Scratch s;
+  Scratch s("edges");
   s.mkdir(".git");
   s.write(".git/config", "[core]\n");
   const Policy p = workspace_policy(s.path);
@@ -181,7 +162,7 @@ TEST_CASE("rescan_not_kept: looks again at what was not kept, and sees what the 
 }
 
 TEST_CASE("rescan_not_kept: a root gone since is unreachable, as a new scan says", "[unit][edges]") {
-  Scratch s;
+  Scratch s("edges");
   s.mkdir("ws");
   const Policy p = workspace_policy(s.at("ws"));
   const auto before = scan_protected(p);
@@ -193,7 +174,7 @@ TEST_CASE("rescan_not_kept: a root gone since is unreachable, as a new scan says
 }
 
 TEST_CASE("git_protected_paths: .git opened once still tells a directory, a gitdir file and nothing", "[unit][edges]") {
-  Scratch s;
+  Scratch s("edges");
   s.mkdir("plain");
   CHECK(git_protected_paths({s.at("plain")}, "").empty());
   // A .git directory whose commondir points inside the root.
@@ -224,7 +205,7 @@ TEST_CASE("git_protected_paths: .git opened once still tells a directory, a gitd
 }
 
 TEST_CASE("existing_home_base: missing, a file, and a directory named through a symlink", "[unit][edges]") {
-  Scratch s;
+  Scratch s("edges");
   Policy p = workspace_policy(s.path);
   p.layers.home_base = s.at("state/nsrun/home");
   CHECK(existing_home_base(p).empty());
@@ -258,7 +239,7 @@ TEST_CASE("git_protected_paths: the user's git config is read once a root has a 
   // The global configs are read only when the first root with a git
   // directory is met; the roots before it (none) and after it (the same
   // text) must get what they got when the configs were read up front.
-  Scratch s;
+  Scratch s("edges");
   // Only this test's HOME: an XDG_CONFIG_HOME of the caller's would be read too.
   const char* xdg = std::getenv("XDG_CONFIG_HOME");
   const std::string saved = xdg != nullptr ? xdg : "";
