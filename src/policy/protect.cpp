@@ -390,40 +390,30 @@ Result<std::vector<std::string>> credentials_to_hide(const std::string& home, bo
 
 namespace {
 
-// A small file below `root` read through no symlink; nullopt when absent.
-std::optional<std::string> read_beneath(int root, const std::string& rel) {
-  // O_NONBLOCK: a fifo the command left where a config or an include is
-  // looked for must not hang the next launch (only regular files are read).
-  Fd fd(sys::openat2(root, rel.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0,
-                     RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS));
-  if (!fd) return std::nullopt;
-  struct stat st{};
-  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
-  auto text = read_all(fd.get(), "read", rel, 1 << 20);
-  if (!text) return std::nullopt;
-  return *text;
-}
-
 bool is_dir_beneath(int root, const std::string& rel) {
   Fd fd(sys::openat2(root, rel.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC, 0, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS));
   return static_cast<bool>(fd);
 }
 
-// read_beneath() and is_dir_beneath() in one open where it can be: a
+// What a name below `root` is, through no symlink, in one open where it
+// can be: a regular file's text (small), or whether it is a directory. A
 // missing name (the usual answer for `.git` outside a repository) is one
-// system call, a directory three, where the two asked in turn took two
-// and five (issue 16, fourth pass). A directory that may not be opened for
-// reading is still a directory: asked again as is_dir_beneath() asks.
+// system call, a directory three, where reading it and then asking
+// is_dir_beneath() took two and five (issue 16, fourth pass). With
+// `ask_dir`, a directory that may not be opened for reading is still a
+// directory: asked again as is_dir_beneath() asks.
 struct Beneath {
   std::optional<std::string> text;  // a regular file's contents
   bool dir = false;
 };
-Beneath look_beneath(int root, const std::string& rel) {
+Beneath look_beneath(int root, const std::string& rel, bool ask_dir = true) {
   Beneath out;
+  // O_NONBLOCK: a fifo the command left where a config or an include is
+  // looked for must not hang the next launch (only regular files are read).
   Fd fd(sys::openat2(root, rel.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0,
                      RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS));
   if (!fd) {
-    if (errno != ENOENT) out.dir = is_dir_beneath(root, rel);
+    if (ask_dir && errno != ENOENT) out.dir = is_dir_beneath(root, rel);
     return out;
   }
   struct stat st{};
@@ -432,6 +422,11 @@ Beneath look_beneath(int root, const std::string& rel) {
   if (S_ISREG(st.st_mode))
     if (auto text = read_all(fd.get(), "read", rel, 1 << 20)) out.text = std::move(*text);
   return out;
+}
+
+// A small file below `root` read through no symlink; nullopt when absent.
+std::optional<std::string> read_beneath(int root, const std::string& rel) {
+  return look_beneath(root, rel, false).text;
 }
 
 // `path` (absolute, or relative to `base`, an absolute directory) made
