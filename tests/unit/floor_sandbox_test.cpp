@@ -11,39 +11,13 @@
 
 #include "bench/bench.hpp"
 #include "cli/bench.hpp"
+#include "bench_fake.hpp"
 
 using namespace nsrun::bench;
 using Catch::Matchers::WithinAbs;
+using nsrun::bench::testing::FakeLauncher;
 
 namespace {
-
-// Each row's launches take a fixed time on the fake clock.
-class FixedLauncher final : public Launcher {
- public:
-  explicit FixedLauncher(uint64_t& clock) : clock_(clock) {}
-  std::map<std::string, uint64_t> took;
-  std::map<std::string, std::string> refuse;
-
-  std::optional<std::string> check(const Row& row) override {
-    if (auto it = refuse.find(row.name); it != refuse.end()) return it->second;
-    return std::nullopt;
-  }
-  pid_t spawn(const Row& row) override {
-    pending_ = took.at(row.name);
-    return ++pid_;
-  }
-  std::pair<pid_t, Launch> wait_any() override {
-    clock_ += pending_;
-    Launch l;
-    l.cpu_ns = pending_ / 2;
-    return {pid_, l};
-  }
-
- private:
-  uint64_t& clock_;
-  uint64_t pending_ = 0;
-  pid_t pid_ = 100;
-};
 
 Row row(std::string name, std::string promise = {}, std::string floor_of = {}) {
   Row r;
@@ -58,11 +32,11 @@ Row row(std::string name, std::string promise = {}, std::string floor_of = {}) {
 
 TEST_CASE("each row is paired with the floor-sandbox rows of its own promise only", "[bench][floor-sandbox]") {
   uint64_t now = 0;
-  FixedLauncher fake(now);
-  fake.took = {{"floor-sandbox glibc", 2'000'000},     {"floor-sandbox musl", 1'600'000},
-               {"floor-sandbox-net glibc", 3'000'000}, {"floor-sandbox-net musl", 2'500'000},
-               {"nsrun workspace-write", 3'000'000},   {"nsrun network-none", 4'500'000},
-               {"nsrun landlock", 2'000'000},          {"bwrap", 5'000'000}};
+  FakeLauncher fake(now);
+  fake.durations = {{"floor-sandbox glibc", {2'000'000}},     {"floor-sandbox musl", {1'600'000}},
+                    {"floor-sandbox-net glibc", {3'000'000}}, {"floor-sandbox-net musl", {2'500'000}},
+                    {"nsrun workspace-write", {3'000'000}},   {"nsrun network-none", {4'500'000}},
+                    {"nsrun landlock", {2'000'000}},          {"bwrap", {5'000'000}}};
   fake.refuse["floor-sandbox-net musl"] = "nsrun-floor-sandbox-musl not built";
   Options o;
   o.launches = 3;
@@ -110,8 +84,8 @@ TEST_CASE("each row is paired with the floor-sandbox rows of its own promise onl
 
 TEST_CASE("without floor-sandbox rows the table has no such section", "[bench][floor-sandbox]") {
   uint64_t now = 0;
-  FixedLauncher fake(now);
-  fake.took = {{"nsrun workspace-write", 3'000'000}, {"bwrap", 5'000'000}};
+  FakeLauncher fake(now);
+  fake.durations = {{"nsrun workspace-write", {3'000'000}}, {"bwrap", {5'000'000}}};
   Options o;
   o.launches = 2;
   o.warmup = 0;
