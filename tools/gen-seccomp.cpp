@@ -196,7 +196,10 @@ int main(int argc, char** argv) {
   out += array("const uint8_t notify_watch_filters", notify_watch_table, number);
   out += fmt::format("const uint8_t no_userns = {};\nconst uint8_t watch_writes = {};\n\n", *no_userns, *watch);
   out += "}  // namespace nsrun::packed\n\nnamespace nsrun {\n\nnamespace {\n\n";
-  out += "const std::pair<int, std::string_view> syscall_names[] = {\n";
+  // constexpr: made at compile time. As a plain const array of pairs g++
+  // built it at every start of nsrun (a string_view constructor per name,
+  // 112 of them, before main; issue 16, fourth pass).
+  out += "constexpr std::pair<int, std::string_view> syscall_names[] = {\n";
   for (const auto& [nr, n] : names) out += fmt::format("    {{{}, \"{}\"}},\n", nr, n);
   out +=
       "};\n\n}  // namespace\n\n"

@@ -13,11 +13,12 @@ ProtectWatch watch_protected(const Policy& policy) {
 void report_protected(const ProtectWatch& watch, const Policy& policy, LaunchReport& report) {
   report.hidden_credentials = policy.hidden_paths;
   if (watch.before.empty()) return;
-  // Only the paths not kept can have changed; one more walk for each.
+  // Only the paths not kept can have been created: one more walk for each
+  // of them, none for the others (issue 16, fourth pass).
   std::vector<ProtectedPathState> after;
   for (const auto& st : watch.before)
     if (st.decision.state == ProtectState::not_kept) {
-      after = scan_protected(policy);
+      after = rescan_not_kept(watch.before);
       break;
     }
   for (std::size_t i = 0; i < watch.before.size(); ++i) {

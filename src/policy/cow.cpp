@@ -161,9 +161,16 @@ std::string describe_layers(const Policy& p) {
 
 std::string existing_home_base(const Policy& policy) {
   if (policy.layers.home_base.empty()) return {};
+  // One stat() for the usual answer (no home layer was ever made: the base
+  // is missing) before realpath()'s readlink of every component (five for
+  // ~/.local/state/nsrun/home): both follow symlinks and need the same
+  // search rights, so where stat() finds nothing realpath() resolves
+  // nothing either (issue 16, fourth pass).
+  struct stat st{};
+  if (::stat(policy.layers.home_base.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return {};
   char real[PATH_MAX];
   if (::realpath(policy.layers.home_base.c_str(), real) == nullptr) return {};
-  struct stat st{};
+  // Looked at again by its canonical name: what is hidden is what realpath() named.
   if (::stat(real, &st) != 0 || !S_ISDIR(st.st_mode)) return {};
   // --allow-read of it (or above it) shows it, as it shows a credential.
   for (const auto& a : policy.allow_read) {

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cstdlib>
 #include <memory>
 
@@ -178,13 +179,13 @@ std::vector<std::string> writable_roots(const Policy& p) {
 namespace {
 
 // The walk's answer for a missing name whose nearest existing directory is
-// `done` (`dir`, or the root itself when `dir` is empty: the caller's fd,
-// duplicated only if the decision needs it).
-Result<ProtectWalk> missing_walk(int root, Fd dir, std::string_view done, std::string_view rel) {
+// `done` (`dir`, or, when `dir` is empty, `at`: the directory the walk
+// started from, duplicated only if the decision needs it).
+Result<ProtectWalk> missing_walk(int at, Fd dir, std::string_view done, std::string_view rel) {
   ProtectWalk w;
   w.decision = missing_below(done);
   if (w.decision.state == ProtectState::sealed) {
-    if (!dir) dir.reset(::fcntl(root, F_DUPFD_CLOEXEC, 3));
+    if (!dir) dir.reset(::fcntl(at, F_DUPFD_CLOEXEC, 3));
     if (!dir) return fail(sys_error("dup", std::string(rel)));
     w.at = std::move(dir);
   }
@@ -193,16 +194,17 @@ Result<ProtectWalk> missing_walk(int root, Fd dir, std::string_view done, std::s
 
 std::string_view first_component(std::string_view rel) { return rel.substr(0, rel.find('/')); }
 
-}  // namespace
-
-Result<ProtectWalk> walk_protected(int root, std::string_view rel, DirPinner* pinner) {
+// The walk of `rel` from `from`, a directory reached already (`done`,
+// relative to the root; "" and `from` the root itself). With `first_dir`,
+// the directory the walk goes into at the root is handed over there
+// instead of being closed (ProtectWalker keeps it for the pass).
+Result<ProtectWalk> walk_below(int from, std::string done, std::string_view rest, std::string_view rel,
+                               DirPinner* pinner, Fd* first_dir) {
   ProtectWalk w;
-  // `at` is the directory reached so far: the root itself (the caller's,
-  // not worth a dup) until the first component is opened.
+  // `at` is the directory reached so far: `from` (the caller's, not worth
+  // a dup) until a component is opened.
   Fd dir;
-  int at = root;
-  std::string done;
-  std::string_view rest = rel;
+  int at = from;
   while (true) {
     const std::size_t slash = rest.find('/');
     const std::string part(rest.substr(0, slash));
@@ -210,7 +212,7 @@ Result<ProtectWalk> walk_protected(int root, std::string_view rel, DirPinner* pi
     Fd next(sys::openat2(at, part.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC, 0, RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH));
     if (!next) {
       if (errno != ENOENT) return fail(sys_error("protect", std::string(rel)));
-      auto missing = missing_walk(root, std::move(dir), done, rel);
+      auto missing = missing_walk(at, std::move(dir), done, rel);
       if (missing) missing->missing_at_root = done.empty();
       return missing;
     }
@@ -229,10 +231,22 @@ Result<ProtectWalk> walk_protected(int root, std::string_view rel, DirPinner* pi
     }
     if (pinner)
       if (auto r = pinner->pin(at, part, next); !r) return fail(r.error());
-    done += done.empty() ? part : "/" + part;
-    dir = std::move(next);
-    at = dir.get();
+    const bool at_root = done.empty();
+    done += at_root ? part : "/" + part;
+    if (at_root && first_dir != nullptr) {
+      *first_dir = std::move(next);
+      at = first_dir->get();
+    } else {
+      dir = std::move(next);
+      at = dir.get();
+    }
   }
+}
+
+}  // namespace
+
+Result<ProtectWalk> walk_protected(int root, std::string_view rel, DirPinner* pinner) {
+  return walk_below(root, "", rel, rel, pinner, nullptr);
 }
 
 Result<ProtectWalk> ProtectWalker::walk(int root, std::string_view rel, DirPinner* pinner) {
@@ -243,8 +257,22 @@ Result<ProtectWalk> ProtectWalker::walk(int root, std::string_view rel, DirPinne
     if (w) w->missing_at_root = true;
     return w;
   }
-  auto w = walk_protected(root, rel, pinner);
+  // A scan (no pinner) goes into a directory at the root once per pass:
+  // .git for .git/hooks, config, commondir, config.worktree and
+  // info/attributes. The walks below it go on from that fd, so they see
+  // the directory the first walk went into, as if they had all run at
+  // that instant (a rename of .git meanwhile is seen by the next pass, as
+  // one a moment after the pass would be). The executor's walks pin each
+  // directory (a bind on itself), so they are not shared.
+  const bool below_first = first.size() < rel.size();
+  if (pinner == nullptr && below_first)
+    for (const auto& [name, fd] : opened_at_root_)
+      if (name == first)
+        return walk_below(fd.get(), std::string(first), rel.substr(first.size() + 1), rel, nullptr, nullptr);
+  Fd first_dir;
+  auto w = walk_below(root, "", rel, rel, pinner, pinner == nullptr ? &first_dir : nullptr);
   if (w && w->missing_at_root) missing_at_root_.emplace_back(first);
+  if (first_dir) opened_at_root_.emplace_back(std::string(first), std::move(first_dir));
   return w;
 }
 
@@ -261,6 +289,27 @@ std::vector<ProtectedPathState> scan_protected(const Policy& p) {
         if (auto w = walker.walk(top.get(), rel, nullptr)) st.decision = w->decision;
       out.push_back(std::move(st));
     }
+  }
+  return out;
+}
+
+std::vector<ProtectedPathState> rescan_not_kept(const std::vector<ProtectedPathState>& before) {
+  std::vector<ProtectedPathState> out = before;
+  // One root fd and one walker per root, as scan_protected(); `before` holds
+  // each root's paths together.
+  std::string root;
+  Fd top;
+  std::optional<ProtectWalker> walker;
+  for (auto& st : out) {
+    if (st.decision.state != ProtectState::not_kept) continue;
+    if (!walker || st.root != root) {
+      root = st.root;
+      top.reset(sys::openat2(AT_FDCWD, root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC, 0, RESOLVE_NO_SYMLINKS));
+      walker.emplace();
+    }
+    st.decision = {ProtectState::unreachable, {}};
+    if (top)
+      if (auto w = walker->walk(top.get(), st.path, nullptr)) st.decision = w->decision;
   }
   return out;
 }
@@ -341,23 +390,43 @@ Result<std::vector<std::string>> credentials_to_hide(const std::string& home, bo
 
 namespace {
 
-// A small file below `root` read through no symlink; nullopt when absent.
-std::optional<std::string> read_beneath(int root, const std::string& rel) {
+bool is_dir_beneath(int root, const std::string& rel) {
+  Fd fd(sys::openat2(root, rel.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC, 0, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS));
+  return static_cast<bool>(fd);
+}
+
+// What a name below `root` is, through no symlink, in one open where it
+// can be: a regular file's text (small), or whether it is a directory. A
+// missing name (the usual answer for `.git` outside a repository) is one
+// system call, a directory three, where reading it and then asking
+// is_dir_beneath() took two and five (issue 16, fourth pass). With
+// `ask_dir`, a directory that may not be opened for reading is still a
+// directory: asked again as is_dir_beneath() asks.
+struct Beneath {
+  std::optional<std::string> text;  // a regular file's contents
+  bool dir = false;
+};
+Beneath look_beneath(int root, const std::string& rel, bool ask_dir = true) {
+  Beneath out;
   // O_NONBLOCK: a fifo the command left where a config or an include is
   // looked for must not hang the next launch (only regular files are read).
   Fd fd(sys::openat2(root, rel.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0,
                      RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS));
-  if (!fd) return std::nullopt;
+  if (!fd) {
+    if (ask_dir && errno != ENOENT) out.dir = is_dir_beneath(root, rel);
+    return out;
+  }
   struct stat st{};
-  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
-  auto text = read_all(fd.get(), "read", rel, 1 << 20);
-  if (!text) return std::nullopt;
-  return *text;
+  if (::fstat(fd.get(), &st) != 0) return out;
+  out.dir = S_ISDIR(st.st_mode);
+  if (S_ISREG(st.st_mode))
+    if (auto text = read_all(fd.get(), "read", rel, 1 << 20)) out.text = std::move(*text);
+  return out;
 }
 
-bool is_dir_beneath(int root, const std::string& rel) {
-  Fd fd(sys::openat2(root, rel.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC, 0, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS));
-  return static_cast<bool>(fd);
+// A small file below `root` read through no symlink; nullopt when absent.
+std::optional<std::string> read_beneath(int root, const std::string& rel) {
+  return look_beneath(root, rel, false).text;
 }
 
 // `path` (absolute, or relative to `base`, an absolute directory) made
@@ -546,9 +615,15 @@ std::vector<std::string> git_protected_paths(const std::vector<std::string>& roo
     const std::string abs = without_slash(root) == "/" ? "/" + rel : without_slash(root) + "/" + rel;
     if (std::find(out.begin(), out.end(), abs) == out.end()) out.push_back(abs);
   };
-  // The user's own config files, read as git reads them for every repository.
+  // The user's own config files, read as git reads them for every
+  // repository: only once a root has a git directory (the bench's and
+  // most scratch workspaces have none: five system calls fewer there,
+  // issue 16, fourth pass), and then once for all roots.
   std::vector<std::string> global, global_dirs;
-  {
+  bool global_read = false;
+  auto read_global = [&] {
+    if (global_read) return;
+    global_read = true;
     std::vector<std::string> files;
     if (const char* x = std::getenv("XDG_CONFIG_HOME"); x && *x == '/') files.push_back(std::string(x) + "/git/config");
     if (home.starts_with('/')) {
@@ -563,23 +638,23 @@ std::vector<std::string> git_protected_paths(const std::vector<std::string>& roo
         global_dirs.push_back(f.substr(0, f.rfind('/')));
       }
     }
-  }
+  };
   for (const auto& root : roots) {
     Fd top(sys::openat2(AT_FDCWD, root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC, 0, RESOLVE_NO_SYMLINKS));
     if (!top) continue;
     const std::string r = without_slash(root);
     // The git directory: .git itself, or where a .git file points.
     std::string gitdir = ".git";
-    if (auto file = read_beneath(top.get(), ".git")) {
+    const Beneath dot_git = look_beneath(top.get(), ".git");
+    if (const auto& file = dot_git.text) {
       if (!file->starts_with("gitdir:")) continue;
       const std::string target = trim(std::string_view(*file).substr(7, file->find('\n') - 7));
       auto in = inside(root, r, target);
       if (!in) continue;  // outside every writable root: read-only there anyway
       gitdir = *in;
       for (const char* p : {"hooks", "config", "commondir", "config.worktree", "info/attributes"})
-        if (read_beneath(top.get(), gitdir + "/" + p) || is_dir_beneath(top.get(), gitdir + "/" + p))
-          add(root, gitdir + "/" + p);
-    } else if (!is_dir_beneath(top.get(), ".git")) {
+        if (const Beneath b = look_beneath(top.get(), gitdir + "/" + p); b.text || b.dir) add(root, gitdir + "/" + p);
+    } else if (!dot_git.dir) {
       continue;
     }
     // A commondir already there: config and hooks come from that directory.
@@ -593,6 +668,7 @@ std::vector<std::string> git_protected_paths(const std::vector<std::string>& roo
       }
     }
     // core.hooksPath, relative to the worktree's top (where hooks run).
+    read_global();
     std::vector<std::string> texts;
     for (std::size_t i = 0; i < global.size(); ++i)
       texts.push_back(with_includes(top.get(), root, r, home, global_dirs[i], global[i], 0, add));
@@ -647,8 +723,7 @@ std::vector<std::string> git_protected_paths(const std::vector<std::string>& roo
         if (!is_dir_beneath(top.get(), sub)) continue;
         if (read_beneath(top.get(), sub + "/HEAD")) {
           for (const char* p : {"hooks", "config", "commondir", "config.worktree"})
-            if (read_beneath(top.get(), sub + "/" + p) || is_dir_beneath(top.get(), sub + "/" + p))
-              add(root, sub + "/" + p);
+            if (const Beneath b = look_beneath(top.get(), sub + "/" + p); b.text || b.dir) add(root, sub + "/" + p);
           // What its config includes is its config too.
           if (auto t = read_beneath(top.get(), sub + "/config"))
             (void)with_includes(top.get(), root, r, home, r == "/" ? "/" + sub : r + "/" + sub, *t, 0, add);

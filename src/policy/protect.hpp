@@ -20,6 +20,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "policy/policy.hpp"
@@ -128,12 +129,18 @@ Result<ProtectWalk> walk_protected(int root, std::string_view rel, DirPinner* pi
 // directories below the root), so the answer is the one a new walk would
 // give unless the host changes the root meanwhile, which a new walk a
 // moment later would miss as well. One walker per root.
+//
+// A walk without a pinner (a scan) also keeps the directory it went into
+// at the root (.git), and the pass's later walks below it go on from that
+// fd instead of opening it again (issue 16, fourth pass). The executor's
+// walks (with a pinner) do not share directories.
 class ProtectWalker {
  public:
   Result<ProtectWalk> walk(int root, std::string_view rel, DirPinner* pinner);
 
  private:
   std::vector<std::string> missing_at_root_;
+  std::vector<std::pair<std::string, Fd>> opened_at_root_;
 };
 
 struct ProtectedPathState {
@@ -146,6 +153,13 @@ struct ProtectedPathState {
 // for each protected path of each writable root of `policy`
 // (workspace-write mode only; nothing otherwise).
 std::vector<ProtectedPathState> scan_protected(const Policy& policy);
+
+// Looks again at the entries of `before` (a scan_protected() answer) that
+// were not kept, and only at those: the others are held by mounts (or
+// refused, on the Landlock rung) and cannot have become "created". The
+// answer has one entry per entry of `before`, in order; an entry not
+// looked at again is copied as it was.
+std::vector<ProtectedPathState> rescan_not_kept(const std::vector<ProtectedPathState>& before);
 
 // The writable roots a Policy's preset makes (workspace-write mode): the
 // workspace and each --writable DIR.

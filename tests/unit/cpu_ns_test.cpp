@@ -23,38 +23,16 @@
 #include "bench/bench.hpp"
 #include "bench/spawn.hpp"
 #include "policy/protect.hpp"
+#include "scratch.hpp"
 #include "sys/fd.hpp"
 #include "sys/syscalls.hpp"
 
 using namespace nsrun;
 
-namespace {
-
-// A scratch directory of the test's own, removed (with what the test made
-// in it, at most two levels) at the end.
-struct Scratch {
-  std::string path;
-  Fd fd;
-  Scratch() {
-    const char* base = std::getenv("TMPDIR");
-    path = std::string(base && *base ? base : "/var/tmp") + "/nsrun-cpu-ns-XXXXXX";
-    REQUIRE(::mkdtemp(path.data()) != nullptr);
-    fd.reset(::open(path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-    REQUIRE(fd);
-  }
-  ~Scratch() { (void)std::system(("rm -rf -- '" + path + "'").c_str()); }
-  void mkdir(const std::string& rel) const { REQUIRE(::mkdir((path + "/" + rel).c_str(), 0755) == 0); }
-  void touch(const std::string& rel) const {
-    const int fd = ::open((path + "/" + rel).c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
-    REQUIRE(fd >= 0);
-    ::close(fd);
-  }
-};
-
-}  // namespace
+using nsrun_unit::Scratch;
 
 TEST_CASE("ProtectWalker: a first component missing at the root is looked up once per pass", "[unit][cpu-ns]") {
-  Scratch s;
+  Scratch s("cpu-ns");
   ProtectWalker walker;
   auto hooks = walker.walk(s.fd.get(), ".git/hooks", nullptr);
   REQUIRE(hooks);
@@ -81,7 +59,7 @@ TEST_CASE("ProtectWalker: a first component missing at the root is looked up onc
 }
 
 TEST_CASE("ProtectWalker: only a name missing at the root is remembered", "[unit][cpu-ns]") {
-  Scratch s;
+  Scratch s("cpu-ns");
   s.mkdir(".git");
   s.touch(".git/config");
   s.mkdir("tools");
@@ -195,7 +173,7 @@ int clone_read_only_in_child(const std::string& dir, int refuse_with) {
 }  // namespace
 
 TEST_CASE("open_tree_attrs: the clone is read-only to its submounts, in one call or in two", "[unit][cpu-ns]") {
-  Scratch s;
+  Scratch s("cpu-ns");
   s.mkdir("sub");
   for (int refuse : {0, ENOSYS, EPERM}) {
     INFO("open_tree_attr refused with errno " << refuse);
