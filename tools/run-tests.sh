@@ -156,8 +156,10 @@ done
 copy build/nsrun
 copy build/tools/nsrun-probe
 copy build/tools/nsrun-killer
-# The bench's floor rows look for nsrun-floor-<libc> beside nsrun.
-for f in build/tools/nsrun-floor-glibc build/tools/nsrun-floor-musl; do
+# The bench's floor and floor-sandbox rows look for nsrun-floor-<libc> and
+# nsrun-floor-sandbox-<libc> beside nsrun.
+for f in build/tools/nsrun-floor-glibc build/tools/nsrun-floor-musl \
+         build/tools/nsrun-floor-sandbox-glibc build/tools/nsrun-floor-sandbox-musl; do
     if [[ -x "$f" ]]; then copy "$f"; fi
 done
 install -m 755 -- tools/soak.sh "$bin/soak.sh"

@@ -77,6 +77,26 @@ uint64_t phase_median(const PhaseSamples& p) {
   return summarize(std::move(v)).p50;
 }
 
+using FloorRatios = std::vector<std::pair<std::string, double>> RowResult::*;
+
+// One "above the floor" section: a line per row that has ratios in
+// `ratios`, each floor's p50 difference and paired ratio.
+void above_floors(std::string& out, const Results& res, std::size_t w, FloorRatios ratios, std::string_view title) {
+  if (std::none_of(res.rows.begin(), res.rows.end(), [&](const RowResult& r) { return !(r.*ratios).empty(); })) return;
+  out += fmt::format("\n{}\n", title);
+  for (const RowResult& r : res.rows) {
+    if ((r.*ratios).empty()) continue;
+    out += fmt::format("{:<{}}", r.row.name, w);
+    for (const auto& [name, q] : r.*ratios) {
+      const RowResult& f = *std::find_if(res.rows.begin(), res.rows.end(), [&](const RowResult& x) { return x.row.name == name; });
+      const bool below = r.latency.p50 < f.latency.p50;
+      const uint64_t d = below ? f.latency.p50 - r.latency.p50 : r.latency.p50 - f.latency.p50;
+      out += fmt::format("  {}: {}{} ms {}x", name, below ? "-" : "+", ms(d), fixed(q, 2));
+    }
+    out += '\n';
+  }
+}
+
 }  // namespace
 
 void add_phases(std::vector<PhaseSamples>& phases, const std::string& report) {
@@ -148,11 +168,16 @@ void compute(Results& res) {
     r.ratio.reset();
     r.overhead_ratio.reset();
     r.floor_ratios.clear();
+    r.sandbox_floor_ratios.clear();
     if (!r.row.available || r.latency.n == 0) continue;
     if (!r.row.floor)
       for (const RowResult& f : res.rows)
         if (f.row.floor && f.row.available && f.latency.n != 0)
           if (auto q = paired_ratio(r.wall_ns, f.wall_ns)) r.floor_ratios.emplace_back(f.row.name, *q);
+    if (r.row.floor_of.empty() && !r.row.promise.empty())
+      for (const RowResult& f : res.rows)
+        if (f.row.floor_of == r.row.promise && f.row.available && f.latency.n != 0)
+          if (auto q = paired_ratio(r.wall_ns, f.wall_ns)) r.sandbox_floor_ratios.emplace_back(f.row.name, *q);
     if (res.baseline) r.ratio = paired_ratio(r.wall_ns, res.rows[*res.baseline].wall_ns);
     if (res.baseline && res.bare && &r != &res.rows[*res.bare]) {
       const double bare = static_cast<double>(res.rows[*res.bare].latency.p50);
@@ -195,24 +220,13 @@ std::string format_table(const Results& res) {
       "cpu: mean user+system time of the launch and every descendant (those it left unreaped too); peakRSS: largest "
       "ru_maxrss of a launch.\n";
 
-  // How far above the floor: a static program that only execs the payload.
-  std::vector<const RowResult*> floors;
-  for (const RowResult& r : res.rows)
-    if (r.row.floor && r.row.available && r.latency.n != 0) floors.push_back(&r);
-  if (!floors.empty()) {
-    out += "\nabove the floor (a static program that only execs the payload): p50 - floor p50, paired ratio\n";
-    for (const RowResult& r : res.rows) {
-      if (r.row.floor || r.floor_ratios.empty()) continue;
-      out += fmt::format("{:<{}}", r.row.name, w);
-      for (const auto& [name, q] : r.floor_ratios) {
-        const RowResult* f = *std::find_if(floors.begin(), floors.end(), [&](const RowResult* x) { return x->row.name == name; });
-        const bool below = r.latency.p50 < f->latency.p50;
-        const uint64_t d = below ? f->latency.p50 - r.latency.p50 : r.latency.p50 - f->latency.p50;
-        out += fmt::format("  {}: {}{} ms {}x", name, below ? "-" : "+", ms(d), fixed(q, 2));
-      }
-      out += '\n';
-    }
-  }
+  // How far above the floor: a static program that only execs the payload;
+  // then above the sandbox's floor: the kernel work of the same promise.
+  above_floors(out, res, w, &RowResult::floor_ratios,
+               "above the floor (a static program that only execs the payload): p50 - floor p50, paired ratio");
+  above_floors(out, res, w, &RowResult::sandbox_floor_ratios,
+               "above the sandbox's floor (the kernel work of the same promise, no policy: nsrun-floor-sandbox):\n"
+               "p50 - floor p50, paired ratio");
 
   // Phases: one column per nsrun row, one line per phase, medians in µs.
   std::vector<const RowResult*> ns;
@@ -255,18 +269,27 @@ std::string to_json(const Results& res) {
     out += i == 0 ? "\n    {" : ",\n    {";
     out += fmt::format("\"name\": {}, \"command\": [", json_string(r.row.name));
     for (std::size_t a = 0; a < r.row.argv.size(); ++a) out += (a ? ", " : "") + json_string(r.row.argv[a]);
-    out += fmt::format("], \"nsrun\": {}, \"floor\": {}, \"available\": {}, \"reason\": {},\n", r.row.nsrun, r.row.floor,
-                       r.row.available, r.row.available ? "null" : json_string(r.row.reason));
+    out += fmt::format("], \"nsrun\": {}, \"floor\": {}, \"floor_of\": {}, \"promise\": {}, \"available\": {}, \"reason\": {},\n",
+                       r.row.nsrun, r.row.floor, r.row.floor_of.empty() ? "null" : json_string(r.row.floor_of),
+                       r.row.promise.empty() ? "null" : json_string(r.row.promise), r.row.available,
+                       r.row.available ? "null" : json_string(r.row.reason));
     const Summary& s = r.latency;
     out += fmt::format("     \"launches\": {}, \"failures\": {},\n", s.n, r.failures);
     out += fmt::format("     \"latency_us\": {{\"min\": {}, \"p50\": {}, \"p90\": {}, \"p99\": {}, \"max\": {}, \"mean\": {}}},\n",
                        us(s.min), us(s.p50), us(s.p90), us(s.p99), us(s.max), us(s.mean));
     out += fmt::format("     \"cpu_us_mean\": {}, \"peak_rss_kib\": {}, \"ratio\": {}, \"overhead_ratio\": {},\n",
                        us(r.cpu_ns_mean), r.peak_rss_kib, json_number(r.ratio), json_number(r.overhead_ratio));
-    out += "     \"floor_ratios\": {";
-    for (std::size_t f = 0; f < r.floor_ratios.size(); ++f)
-      out += fmt::format("{}{}: {}", f ? ", " : "", json_string(r.floor_ratios[f].first), json_number(r.floor_ratios[f].second));
-    out += "},\n";
+    auto ratios = [&](std::string_view key, const std::vector<std::pair<std::string, double>>& list) {
+      out += fmt::format("{}: {{", json_string(key));
+      for (std::size_t f = 0; f < list.size(); ++f)
+        out += fmt::format("{}{}: {}", f ? ", " : "", json_string(list[f].first), json_number(list[f].second));
+      out += "}";
+    };
+    out += "     ";
+    ratios("floor_ratios", r.floor_ratios);
+    out += ", ";
+    ratios("sandbox_floor_ratios", r.sandbox_floor_ratios);
+    out += ",\n";
     out += fmt::format("     \"launches_per_s\": {},\n",
                        o.concurrency && r.row.available ? json_number(r.per_second) : "null");
     out += "     \"phases_us\": [";

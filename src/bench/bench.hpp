@@ -28,6 +28,13 @@ struct Row {
   std::vector<std::string> argv;  // the whole command line, payload included
   bool nsrun = false;             // an nsrun launch: it writes --report-fd 3
   bool floor = false;             // a floor row: a static program that only execs the payload
+  // A floor-sandbox row (tools/nsrun-floor-sandbox.c: the kernel work of a
+  // launch with no policy logic): the promise it is the floor of,
+  // "workspace-write" or "network-none"; empty for every other row.
+  std::string floor_of;
+  // The promise this row keeps: it is paired with the floor-sandbox rows of
+  // that promise. Empty: with none.
+  std::string promise;
   bool available = true;          // false: shown with `reason`, not measured
   std::string reason;
 };
@@ -88,6 +95,8 @@ struct RowResult {
   // Against each measured floor row, in row order: the floor's name and the
   // paired ratio row[i] / floor[i] (every row but the floors themselves).
   std::vector<std::pair<std::string, double>> floor_ratios;
+  // The same against each measured floor-sandbox row of this row's promise.
+  std::vector<std::pair<std::string, double>> sandbox_floor_ratios;
   double per_second = 0;             // throughput pass, when asked
 };
 

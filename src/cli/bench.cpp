@@ -22,8 +22,8 @@ namespace nsrun {
 
 namespace {
 
-constexpr std::string_view own_rows[] = {"bare",         "floor",         "read-only", "workspace-write", "network-none",
-                                         "network-proxy", "landlock", "limits", "cow",           "home-cow"};
+constexpr std::string_view own_rows[] = {"bare",          "floor",    "floor-sandbox", "read-only", "workspace-write",
+                                         "network-none",  "network-proxy", "landlock", "limits", "cow", "home-cow"};
 
 // The C libraries tools/meson.build may build a floor for
 // (tools/nsrun-floor-exec.c, one static binary each).
@@ -105,6 +105,11 @@ bench::Row nsrun_row(const BenchArgs& a, const std::string& ws, std::string name
   r.name = std::move(name);
   r.nsrun = true;
   r.argv = {a.nsrun, "--mode", std::string(mode), "--workspace", ws, "--report-fd", "3"};
+  // Paired with the floor-sandbox rows: every namespace-rung row of this
+  // mode keeps at least workspace-write's promise (the Landlock rung builds
+  // none of that sandbox).
+  if (mode == "workspace-write" && std::find(extra.begin(), extra.end(), "landlock") == extra.end())
+    r.promise = "workspace-write";
   // Every row but home-cow keeps the home read-only (the default before
   // the copy-on-write home, issue 17): its figures stay comparable with
   // earlier runs and measure its own cost, not the home layer's.
@@ -122,6 +127,7 @@ bench::Row peer_row(const BenchArgs& a, const std::string& ws, const std::string
     r.name = "bwrap";
     words = {"bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--bind", ws, ws,
              "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--new-session"};
+    r.promise = "workspace-write";
   } else if (spec == "unshare") {
     r.name = "unshare";
     words = {"unshare", "--user", "--map-root-user", "--pid", "--fork", "--mount", "--ipc", "--uts", "--"};
@@ -158,30 +164,62 @@ bench::Row peer_row(const BenchArgs& a, const std::string& ws, const std::string
   return r;
 }
 
-// The floor row for `libc`: nsrun-floor-<libc> beside this binary or in
-// tools/ below its directory (a build tree), else the nsrun measured.
+// A floor program (tools/meson.build) beside this binary or in tools/ below
+// its directory (a build tree), else beside the nsrun measured.
+std::optional<std::string> find_floor(const BenchArgs& a, const std::string& self, const std::string& file) {
+  for (const std::string& bin : {self, a.nsrun}) {
+    const std::size_t slash = bin.rfind('/');
+    if (slash == std::string::npos) continue;
+    const std::string dir = bin.substr(0, slash + 1);
+    for (const std::string& c : {dir + file, dir + "tools/" + file})
+      if (::access(c.c_str(), X_OK) == 0) return c;
+  }
+  return std::nullopt;
+}
+
+std::string not_built(const std::string& file, std::string_view libc) {
+  return fmt::format("{} not built beside nsrun (tools/meson.build{})", file,
+                     libc == "musl" ? "; needs musl-gcc, Debian musl-tools" : "");
+}
+
+// The floor row for `libc`: nsrun-floor-<libc>, which only execs the payload.
 bench::Row floor_row(const BenchArgs& a, const std::string& self, std::string_view libc) {
   bench::Row r;
   r.name = fmt::format("floor {}", libc);
   r.floor = true;
   const std::string file = fmt::format("nsrun-floor-{}", libc);
-  std::vector<std::string> candidates;
-  for (const std::string& bin : {self, a.nsrun}) {
-    const std::size_t slash = bin.rfind('/');
-    if (slash == std::string::npos) continue;
-    const std::string dir = bin.substr(0, slash + 1);
-    candidates.push_back(dir + file);
-    candidates.push_back(dir + "tools/" + file);
-  }
-  for (const std::string& c : candidates) {
-    if (::access(c.c_str(), X_OK) != 0) continue;
-    r.argv = {c};
+  if (auto path = find_floor(a, self, file)) {
+    r.argv = {*path};
     r.argv.insert(r.argv.end(), a.payload.begin(), a.payload.end());
+  } else {
+    r.available = false;
+    r.reason = not_built(file, libc);
+  }
+  return r;
+}
+
+// The sandbox's floor for `libc` (issue 16, fourth pass): nsrun-floor-sandbox-
+// <libc>, the kernel work of workspace-write's launch (with `net`, of
+// network-none's) and no policy logic, on the same workspace.
+bench::Row floor_sandbox_row(const BenchArgs& a, const std::string& self, std::string_view libc, const std::string& ws,
+                             bool net) {
+  bench::Row r;
+  r.name = fmt::format("floor-sandbox{} {}", net ? "-net" : "", libc);
+  r.floor_of = net ? "network-none" : "workspace-write";
+  const std::string file = fmt::format("nsrun-floor-sandbox-{}", libc);
+  auto path = find_floor(a, self, file);
+  if (!path) {
+    r.available = false;
+    r.reason = not_built(file, libc);
     return r;
   }
-  r.available = false;
-  r.reason = fmt::format("{} not built beside nsrun (tools/meson.build{})", file,
-                         libc == "musl" ? "; needs musl-gcc, Debian musl-tools" : "");
+  // The floor resolves no path and follows no symlink: it gets the
+  // workspace as nsrun ends up binding it.
+  char real[PATH_MAX];
+  r.argv = {*path};
+  if (net) r.argv.push_back("--net");
+  r.argv.push_back(::realpath(ws.c_str(), real) ? std::string(real) : ws);
+  r.argv.insert(r.argv.end(), a.payload.begin(), a.payload.end());
   return r;
 }
 
@@ -277,7 +315,7 @@ Result<BenchArgs> parse_bench(std::span<const std::string> args) {
         const std::size_t comma = rest.find(',');
         std::string_view name = rest.substr(0, comma);
         if (std::find(std::begin(own_rows), std::end(own_rows), name) == std::end(own_rows))
-          return fail(usage_error(arg, fmt::format("unknown row '{}' (bare, floor, read-only, workspace-write, network-none, network-proxy, landlock, limits, cow, home-cow)", name)));
+          return fail(usage_error(arg, fmt::format("unknown row '{}' (bare, floor, floor-sandbox, read-only, workspace-write, network-none, network-proxy, landlock, limits, cow, home-cow)", name)));
         a.rows.emplace_back(name);
         rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
       }
@@ -305,6 +343,8 @@ std::string bench_usage() {
       "\n"
       "Measures sandbox start-up latency: spawn to exit of a no-op payload, bare,\n"
       "through the floor (a static program that only execs it, per C library),\n"
+      "through the sandbox's floor (floor-sandbox: the kernel work of workspace-write's\n"
+      "launch, and network-none's, with no policy logic, per C library),\n"
       "under nsrun (read-only, workspace-write, network-none, network-proxy,\n"
       "landlock, limits, cow: each with --home ro; home-cow: the default\n"
       "copy-on-write home) and under\n"
@@ -321,7 +361,7 @@ std::string bench_usage() {
       "  --baseline ROW         row the ratios are against (default: the first --vs\n"
       "                         peer, else bare, else the first row)\n"
       "  --rows LIST            nsrun's own rows to run, comma-separated, from\n"
-      "                         bare,floor,read-only,workspace-write,network-none,\n"
+      "                         bare,floor,floor-sandbox,read-only,workspace-write,network-none,\n"
       "                         network-proxy,landlock,limits,cow,home-cow\n"
       "  --binds N              add a workspace-write row with N extra read-only binds\n"
       "  --payload CMDLINE      the payload (default /bin/true, else nsrun --bench-noop)\n"
@@ -373,15 +413,22 @@ int bench_main(std::span<const std::string> args) {
   }
   if (wanted(a, "floor"))
     for (std::string_view libc : floor_libcs) rows.push_back(floor_row(a, self, libc));
+  if (wanted(a, "floor-sandbox"))
+    for (bool net : {false, true})
+      for (std::string_view libc : floor_libcs) rows.push_back(floor_sandbox_row(a, self, libc, ws, net));
   if (wanted(a, "read-only")) rows.push_back(nsrun_row(a, ws, "nsrun read-only", "read-only", {}));
   if (wanted(a, "workspace-write")) rows.push_back(nsrun_row(a, ws, "nsrun workspace-write", "workspace-write", {}));
-  if (wanted(a, "network-none"))
+  if (wanted(a, "network-none")) {
     rows.push_back(nsrun_row(a, ws, "nsrun network-none", "workspace-write", {"--network", "none"}));
+    rows.back().promise = "network-none";
+  }
   // The egress proxy's cost to a launch: its listeners, the socketpair and
   // the thread (issue 13); nothing is connected.
-  if (wanted(a, "network-proxy"))
+  if (wanted(a, "network-proxy")) {
     rows.push_back(nsrun_row(a, ws, "nsrun network-proxy", "workspace-write",
                              {"--network", "proxy", "--allow-host", "example.invalid"}));
+    rows.back().promise = "network-none";  // a network namespace of its own: network-none's floor at least
+  }
   if (wanted(a, "landlock"))
     rows.push_back(nsrun_row(a, ws, "nsrun landlock", "workspace-write", {"--backend", "landlock"}));
   // Issue 15: a memory limit and a timeout (a cgroup where one is
