@@ -376,6 +376,9 @@ class RootBuilder {
     return {};
   }
 
+  // Closes the fds the binds are done with (ClosedLater); before the pivot.
+  void close_finished() { done_.flush(); }
+
   Result<void> pivot() {
     if (auto r = ensure_root(); !r) return r;
     // pivot_root(".", ".") stacks the old root on top of the new one; the
@@ -800,12 +803,6 @@ class RootBuilder {
     if (!host_identity_) host_identity_ = mount_identity(host_.get());
     return *host_identity_;
   }
-
- public:
-  // Closes what done_ holds; before the pivot.
-  void close_finished() { done_.flush(); }
-
- private:
 
   // Directories nsrun just made empty (the root of each tmpfs it mounted),
   // each with an fd, while nothing can have covered them (attaching()): a
