@@ -39,28 +39,6 @@ namespace {
 
 constexpr int launches = 200;
 
-// Whether `name` exists in the directory `dirfd` names (whatever it is
-// called now).
-bool has(int dirfd, const char* name) {
-  struct stat st{};
-  return ::fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
-}
-
-Fd open_dir(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  REQUIRE(fd >= 0);
-  return Fd{fd};
-}
-
-// A refusal is exit 125 (bwrap's dialect: 1) and one line saying why.
-void check_refusal(const RunResult& r, int code) {
-  INFO(r.err);
-  CHECK(r.exit_code == code);
-  CHECK(count_lines(r.err) == 1);
-  const bool why = r.err.find("symlink") != std::string::npos || r.err.find("renamed or replaced") != std::string::npos;
-  CHECK(why);
-}
-
 // The command ran (true), or the launch was refused with 125 in one line.
 bool ran_or_refused(const RunResult& r) {
   if (r.exit_code == 0) return true;
