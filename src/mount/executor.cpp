@@ -1,5 +1,6 @@
 #include "mount/executor.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <sys/mount.h>
@@ -284,8 +285,10 @@ bool same_object(const std::optional<struct statx>& a, int fd) {
 // bind fewer, which with a thousand binds is milliseconds (each system
 // call costs a microsecond or more on a VM). None of them is used again,
 // and all are closed before the pivot; holding a few dozen a little
-// longer changes no lookup and no mount. With a low RLIMIT_NOFILE they
-// are closed at once, as before, so no launch runs out of fds it had.
+// longer changes no lookup and no mount. With little room below
+// RLIMIT_NOFILE (under 256 free, counting the caller's fds, still open
+// here) they are closed at once, as before, so no launch runs out of fds
+// it had.
 class ClosedLater {
  public:
   ClosedLater() = default;
@@ -296,8 +299,17 @@ class ClosedLater {
   void add(Fd fd) {
     if (!fd) return;
     if (batch_ < 0) {
+      // The room left, not the limit: the caller's fds are still open here
+      // (they are closed at the exec), and a caller holding 230 of 260
+      // had 30 free, which a batch of 48 ran out of (EMFILE at a later
+      // step, a launch refused that ran before this pass: attack review,
+      // fourth pass). Unknown (no /proc): closed at once.
       struct rlimit lim{};
-      batch_ = ::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur >= 256 ? 48 : 0;
+      const long open = open_fds();
+      batch_ = ::getrlimit(RLIMIT_NOFILE, &lim) == 0 && open >= 0 && lim.rlim_cur >= 256 &&
+                       lim.rlim_cur - static_cast<rlim_t>(open) >= 256
+                   ? 48
+                   : 0;
     }
     if (batch_ == 0) return;  // `fd` closes here
     fds_.push_back(fd.release());
@@ -317,6 +329,27 @@ class ClosedLater {
   }
 
  private:
+  // How many fds this process has open (those of /proc/self/fd but the
+  // listing's own); -1 when it cannot be told.
+  static long open_fds() {
+    Fd dir(::open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!dir) return -1;
+    alignas(dirent64) char buf[4096];
+    long n = 0;
+    while (true) {
+      const ssize_t got = ::getdents64(dir.get(), buf, sizeof buf);
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) return -1;
+      if (got == 0) break;
+      for (ssize_t at = 0; at < got;) {
+        const auto* e = reinterpret_cast<const dirent64*>(buf + at);
+        at += e->d_reclen;
+        if (e->d_name[0] != '.') ++n;
+      }
+    }
+    return n - 1;  // the listing's own fd
+  }
+
   std::vector<int> fds_;
   int batch_ = -1;  // how many to hold; unknown until the first
 };
