@@ -405,6 +405,12 @@ bool is_dir_beneath(int root, const std::string& rel) {
 struct Beneath {
   std::optional<std::string> text;  // a regular file's contents
   bool dir = false;
+  // A regular file, read or not: one past read_all()'s cap has no text,
+  // and was then not protected at all, though git reads it whole (a
+  // gitdir's 1.1 MB config took `core.fsmonitor = ...` from the command;
+  // attack review, fourth pass).
+  bool file = false;
+  bool present() const { return dir || file; }
 };
 Beneath look_beneath(int root, const std::string& rel, bool ask_dir = true) {
   Beneath out;
@@ -413,12 +419,23 @@ Beneath look_beneath(int root, const std::string& rel, bool ask_dir = true) {
   Fd fd(sys::openat2(root, rel.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0,
                      RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS));
   if (!fd) {
-    if (ask_dir && errno != ENOENT) out.dir = is_dir_beneath(root, rel);
+    // Not openable for reading (a directory or a file of mode 0, say):
+    // still there, and what it is, told by an O_PATH open. A file the
+    // caller cannot read is the command's to chmod and fill.
+    if (ask_dir && errno != ENOENT) {
+      Fd path(sys::openat2(root, rel.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC, 0, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS));
+      struct stat st{};
+      if (path && ::fstat(path.get(), &st) == 0) {
+        out.dir = S_ISDIR(st.st_mode);
+        out.file = S_ISREG(st.st_mode);
+      }
+    }
     return out;
   }
   struct stat st{};
   if (::fstat(fd.get(), &st) != 0) return out;
   out.dir = S_ISDIR(st.st_mode);
+  out.file = S_ISREG(st.st_mode);
   if (S_ISREG(st.st_mode))
     if (auto text = read_all(fd.get(), "read", rel, 1 << 20)) out.text = std::move(*text);
   return out;
@@ -653,7 +670,7 @@ std::vector<std::string> git_protected_paths(const std::vector<std::string>& roo
       if (!in) continue;  // outside every writable root: read-only there anyway
       gitdir = *in;
       for (const char* p : {"hooks", "config", "commondir", "config.worktree", "info/attributes"})
-        if (const Beneath b = look_beneath(top.get(), gitdir + "/" + p); b.text || b.dir) add(root, gitdir + "/" + p);
+        if (const Beneath b = look_beneath(top.get(), gitdir + "/" + p); b.present()) add(root, gitdir + "/" + p);
     } else if (!dot_git.dir) {
       continue;
     }
@@ -723,7 +740,7 @@ std::vector<std::string> git_protected_paths(const std::vector<std::string>& roo
         if (!is_dir_beneath(top.get(), sub)) continue;
         if (read_beneath(top.get(), sub + "/HEAD")) {
           for (const char* p : {"hooks", "config", "commondir", "config.worktree"})
-            if (const Beneath b = look_beneath(top.get(), sub + "/" + p); b.text || b.dir) add(root, sub + "/" + p);
+            if (const Beneath b = look_beneath(top.get(), sub + "/" + p); b.present()) add(root, sub + "/" + p);
           // What its config includes is its config too.
           if (auto t = read_beneath(top.get(), sub + "/config"))
             (void)with_includes(top.get(), root, r, home, r == "/" ? "/" + sub : r + "/" + sub, *t, 0, add);

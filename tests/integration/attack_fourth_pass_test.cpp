@@ -526,6 +526,39 @@ TEST_CASE("attack4: a .git config with include.path and core.hooksPath made by o
   CHECK(g.exit_code == 0);
 }
 
+// git_protected_paths() now classifies each git path with one open for
+// reading (look_beneath). A `.git` file naming a git directory inside the
+// workspace: that directory's config is protected only when it was found.
+// A config past the read cap (1 MiB, git reads it whole) had no text and
+// was taken for absent; so was one the caller may not read (mode 0: the
+// command, the same user, chmods it back). Broke (the command appended
+// `core.fsmonitor`, which git runs); fixed: a regular file is present
+// whether or not it was read.
+TEST_CASE("attack4: a gitdir's config too large to read, or unreadable, is still kept read-only", "[attack4][protect]") {
+  require_userns();
+  for (bool big : {true, false}) {
+    DYNAMIC_SECTION((big ? "1.1 MB config" : "mode 0 config")) {
+      TempDir ws("a4-gitbig");
+      write_file(ws / ".git", "gitdir: gd\n");
+      make_dir(ws / "gd");
+      write_file(ws / "gd/HEAD", "ref: refs/heads/main\n");
+      const std::string config = "[core]\n\trepositoryformatversion = 0\n" +
+                                 (big ? std::string(1100000, '#') + "\n" : std::string());
+      write_file(ws / "gd/config", config, big ? 0644 : 0);
+      RunResult r = nsrun_test::nsrun(
+          {"--", "/bin/sh", "-c",
+           "chmod 644 gd/config 2>/dev/null; printf '[core]\\n\\tfsmonitor = evil\\n' >> gd/config 2>/dev/null; exit 0"},
+          at(ws));
+      INFO(r.err);
+      CHECK(r.exit_code == 0);
+      struct stat st{};
+      REQUIRE(::stat((ws / "gd/config").c_str(), &st) == 0);
+      CHECK(st.st_size == static_cast<off_t>(config.size()));
+      CHECK((st.st_mode & 07777) == (big ? 0644u : 0u));
+    }
+  }
+}
+
 // ---------------------------------------------------------------- 4. nsrun's end
 
 // nsrun now ends with fflush + _exit. A command that leaves daemons behind
