@@ -43,6 +43,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -391,6 +392,14 @@ static int pid1(const char *ws, char **payload, int net, unsigned uid, unsigned 
 /* ------------------------------------------------------------ launcher */
 
 int main(int argc, char **argv) {
+  /* Setuid or setgid (someone's chmod u+s, an install it was never meant
+   * for), it would map the owner's id into its namespace and bind any
+   * directory the caller names writable as the workspace: refused, as
+   * nsrun refuses (attack review, fourth pass). */
+  if (getuid() != geteuid() || getgid() != getegid() || getauxval(AT_SECURE) != 0) {
+    say("refusing to run", "setuid or setgid");
+    return 125;
+  }
   int net = argc > 1 && strcmp(argv[1], "--net") == 0;
   if (argc < 3 + net || argv[1 + net][0] != '/' || argv[2 + net][0] != '/') {
     say("usage", "nsrun-floor-sandbox [--net] /WORKSPACE /ABSOLUTE/PAYLOAD [ARGS...]");

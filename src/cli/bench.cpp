@@ -171,8 +171,15 @@ std::optional<std::string> find_floor(const BenchArgs& a, const std::string& sel
     const std::size_t slash = bin.rfind('/');
     if (slash == std::string::npos) continue;
     const std::string dir = bin.substr(0, slash + 1);
-    for (const std::string& c : {dir + file, dir + "tools/" + file})
+    for (const std::string& c : {dir + file, dir + "tools/" + file}) {
+      // Never run setuid or setgid (someone's chmod u+s beside an --nsrun
+      // the caller names): the floors are the caller's own programs, and
+      // the sandbox's floor binds the directory it is given writable
+      // (attack review, fourth pass).
+      struct stat st{};
+      if (::stat(c.c_str(), &st) == 0 && (st.st_mode & (S_ISUID | S_ISGID)) != 0) continue;
       if (::access(c.c_str(), X_OK) == 0) return c;
+    }
   }
   return std::nullopt;
 }
