@@ -202,7 +202,9 @@ int run_commands(std::string_view verb, std::span<const std::string> args) {
   std::vector<std::string> git_paths;
   const char* home = std::getenv("HOME");
   const std::string& ws = run->info.workspace;
-  for (const auto& g : git_protected_paths({ws}, home ? home : ""))
+  auto git = git_protected_paths({ws}, home ? home : "");
+  if (!git) return report(git.error());
+  for (const auto& g : *git)
     git_paths.push_back(g.substr(ws == "/" ? 1 : ws.size() + 1));
   options.is_protected = [set = *run->info.protected_set, git_paths](std::string_view path) {
     return commit_protected(path, set) || commit_protected(path, git_paths);

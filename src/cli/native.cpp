@@ -134,11 +134,14 @@ Result<Invocation> parse_native(std::span<const std::string> args, const CallerC
   // Where git really takes hooks and config from in each writable root
   // (core.hooksPath, a .git file's gitdir, submodules): protected with the
   // defaults (docs/hardening.md, "git's own paths").
-  if (p.protect_defaults && ctx.lookup)
-    for (auto& g : git_protected_paths(writable_roots(p), ctx.socket_env.home))
+  if (p.protect_defaults && ctx.lookup) {
+    auto git = git_protected_paths(writable_roots(p), ctx.socket_env.home);
+    if (!git) return fail(git.error());
+    for (auto& g : *git)
       if (std::find(p.protect.begin(), p.protect.end(), g) == p.protect.end() &&
           std::find(p.unprotect.begin(), p.unprotect.end(), g) == p.unprotect.end())
         p.protect.push_back(std::move(g));
+  }
   {
     // The home layer is mounted at $HOME's canonical path.
     std::string home;

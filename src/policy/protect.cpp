@@ -402,6 +402,10 @@ bool is_dir_beneath(int root, const std::string& rel) {
 // is_dir_beneath() took two and five (issue 16, fourth pass). With
 // `ask_dir`, a directory that may not be opened for reading is still a
 // directory: asked again as is_dir_beneath() asks.
+// The most of a git config file (or a file git reads beside it) nsrun
+// reads; git itself has no such limit.
+constexpr std::size_t config_cap = std::size_t{1} << 20;
+
 struct Beneath {
   std::optional<std::string> text;  // a regular file's contents
   bool dir = false;
@@ -410,6 +414,8 @@ struct Beneath {
   // gitdir's 1.1 MB config took `core.fsmonitor = ...` from the command;
   // attack review, fourth pass).
   bool file = false;
+  // Why a regular file has no text (past the cap, or a read error).
+  std::optional<Error> unread;
   bool present() const { return dir || file; }
 };
 Beneath look_beneath(int root, const std::string& rel, bool ask_dir = true) {
@@ -436,14 +442,33 @@ Beneath look_beneath(int root, const std::string& rel, bool ask_dir = true) {
   if (::fstat(fd.get(), &st) != 0) return out;
   out.dir = S_ISDIR(st.st_mode);
   out.file = S_ISREG(st.st_mode);
-  if (S_ISREG(st.st_mode))
-    if (auto text = read_all(fd.get(), "read", rel, 1 << 20)) out.text = std::move(*text);
+  if (S_ISREG(st.st_mode)) {
+    if (auto text = read_all(fd.get(), "read", rel, config_cap)) out.text = std::move(*text);
+    else out.unread = text.error();
+  }
   return out;
 }
 
 // A small file below `root` read through no symlink; nullopt when absent.
 std::optional<std::string> read_beneath(int root, const std::string& rel) {
   return look_beneath(root, rel, false).text;
+}
+
+// A git config (or commondir) below `root`, read through no symlink;
+// nullopt when absent. One that is there but cannot be read whole (past
+// the cap: git reads it whole and follows its includes and
+// core.hooksPath, which nsrun then cannot) is noted in `unread`, and the
+// launch is refused rather than run with its includes unprotected
+// (attack review, fourth pass).
+// `r` is the root's path (no trailing slash), for the message.
+std::optional<std::string> read_config_beneath(int root, const std::string& r, const std::string& rel,
+                                               std::optional<Error>& unread) {
+  Beneath b = look_beneath(root, rel, false);
+  if (b.unread && !unread) {
+    unread = std::move(b.unread);
+    unread->path = r == "/" ? "/" + rel : r + "/" + rel;
+  }
+  return std::move(b.text);
 }
 
 // `path` (absolute, or relative to `base`, an absolute directory) made
@@ -561,7 +586,8 @@ constexpr int max_include_depth = 10;
 // follow its own includes.
 template <typename Add>
 std::string with_includes(int top, const std::string& root, const std::string& r, const std::string& home,
-                          const std::string& dir, const std::string& text, int depth, const Add& add) {
+                          const std::string& dir, const std::string& text, int depth, const Add& add,
+                          std::optional<Error>& unread) {
   if (depth >= max_include_depth) return text;
   std::string out;
   std::size_t done = 0;
@@ -580,21 +606,23 @@ std::string with_includes(int top, const std::string& root, const std::string& r
     std::optional<std::string> included;
     if (auto in = inside(root, r, abs)) {
       add(root, *in);
-      included = read_beneath(top, *in);
+      included = read_config_beneath(top, r, *in, unread);
       abs = r == "/" ? "/" + *in : r + "/" + *in;
     } else {
       // O_NONBLOCK|O_NOCTTY: a fifo or a terminal named by a hostile
       // config must not hang or take over the launch; only files are read.
       Fd fd(::open(abs.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
       struct stat st{};
-      if (fd && ::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode))
-        if (auto t = read_all(fd.get(), "read", abs, 1 << 20)) included = *t;
+      if (fd && ::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode)) {
+        if (auto t = read_all(fd.get(), "read", abs, config_cap)) included = *t;
+        else if (!unread) unread = t.error();
+      }
     }
     if (!included) continue;
     const std::size_t slash = abs.rfind('/');
     const std::string sub_dir = slash == 0 ? "/" : abs.substr(0, slash);
     out += text.substr(done, end - done);
-    out += "\n" + with_includes(top, root, r, home, sub_dir, *included, depth + 1, add) + "\n[include]\n";
+    out += "\n" + with_includes(top, root, r, home, sub_dir, *included, depth + 1, add, unread) + "\n[include]\n";
     done = end;
   }
   return out + text.substr(done);
@@ -626,8 +654,9 @@ std::string hooks_path(std::string_view text) {
 
 }  // namespace
 
-std::vector<std::string> git_protected_paths(const std::vector<std::string>& roots, const std::string& home) {
+Result<std::vector<std::string>> git_protected_paths(const std::vector<std::string>& roots, const std::string& home) {
   std::vector<std::string> out;
+  std::optional<Error> unread;
   auto add = [&](const std::string& root, const std::string& rel) {
     const std::string abs = without_slash(root) == "/" ? "/" + rel : without_slash(root) + "/" + rel;
     if (std::find(out.begin(), out.end(), abs) == out.end()) out.push_back(abs);
@@ -650,9 +679,11 @@ std::vector<std::string> git_protected_paths(const std::vector<std::string>& roo
     for (const auto& f : files) {
       Fd fd(::open(f.c_str(), O_RDONLY | O_CLOEXEC));
       if (!fd) continue;
-      if (auto text = read_all(fd.get(), "read", f, 1 << 20)) {
+      if (auto text = read_all(fd.get(), "read", f, config_cap)) {
         global.push_back(*text);
         global_dirs.push_back(f.substr(0, f.rfind('/')));
+      } else if (!unread) {
+        unread = text.error();
       }
     }
   };
@@ -676,7 +707,7 @@ std::vector<std::string> git_protected_paths(const std::vector<std::string>& roo
     }
     // A commondir already there: config and hooks come from that directory.
     std::string common = gitdir;
-    if (auto c = read_beneath(top.get(), gitdir + "/commondir")) {
+    if (auto c = read_config_beneath(top.get(), r, gitdir + "/commondir", unread)) {
       auto in = inside(root, r + "/" + gitdir, trim(std::string_view(*c).substr(0, c->find('\n'))));
       if (in) {
         common = *in;
@@ -688,11 +719,11 @@ std::vector<std::string> git_protected_paths(const std::vector<std::string>& roo
     read_global();
     std::vector<std::string> texts;
     for (std::size_t i = 0; i < global.size(); ++i)
-      texts.push_back(with_includes(top.get(), root, r, home, global_dirs[i], global[i], 0, add));
+      texts.push_back(with_includes(top.get(), root, r, home, global_dirs[i], global[i], 0, add, unread));
     for (const std::string& c : {common + "/config", gitdir + "/config.worktree"})
-      if (auto t = read_beneath(top.get(), c)) {
+      if (auto t = read_config_beneath(top.get(), r, c, unread)) {
         const std::string abs = r == "/" ? "/" + c : r + "/" + c;
-        texts.push_back(with_includes(top.get(), root, r, home, abs.substr(0, abs.rfind('/')), *t, 0, add));
+        texts.push_back(with_includes(top.get(), root, r, home, abs.substr(0, abs.rfind('/')), *t, 0, add, unread));
       }
     std::string hooks;
     for (const auto& t : texts)
@@ -742,8 +773,8 @@ std::vector<std::string> git_protected_paths(const std::vector<std::string>& roo
           for (const char* p : {"hooks", "config", "commondir", "config.worktree"})
             if (const Beneath b = look_beneath(top.get(), sub + "/" + p); b.present()) add(root, sub + "/" + p);
           // What its config includes is its config too.
-          if (auto t = read_beneath(top.get(), sub + "/config"))
-            (void)with_includes(top.get(), root, r, home, r == "/" ? "/" + sub : r + "/" + sub, *t, 0, add);
+          if (auto t = read_config_beneath(top.get(), r, sub + "/config", unread))
+            (void)with_includes(top.get(), root, r, home, r == "/" ? "/" + sub : r + "/" + sub, *t, 0, add, unread);
           self(self, sub + "/modules", depth + 1);
         } else {
           self(self, sub, depth + 1);
@@ -752,6 +783,14 @@ std::vector<std::string> git_protected_paths(const std::vector<std::string>& roo
     };
     module_dirs(module_dirs, common + "/modules", 0);
     module_dirs(module_dirs, common + "/worktrees", 5);
+  }
+  if (unread) {
+    Error e = std::move(*unread);
+    e.kind = ErrorKind::usage;
+    e.detail = fmt::format("a git config nsrun cannot read whole{}; git would follow its includes and "
+                           "core.hooksPath, and nsrun could not protect them",
+                           e.detail.empty() ? "" : " (" + e.detail + ")");
+    return fail(std::move(e));
   }
   return out;
 }

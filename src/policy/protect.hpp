@@ -174,8 +174,10 @@ std::vector<std::string> writable_roots(const Policy& policy);
 // and $XDG_CONFIG_HOME/git/config) where it lies inside the root, and each
 // file those configs include (include.path, includeIf.<cond>.path, nested
 // to git's depth of 10) inside the root. Absolute, each strictly inside its
-// root, for Policy::protect.
-std::vector<std::string> git_protected_paths(const std::vector<std::string>& roots, const std::string& home);
+// root, for Policy::protect. A config git would read that nsrun cannot
+// read whole (over 1 MiB, or a read error) is an error: its includes
+// would go unprotected.
+Result<std::vector<std::string>> git_protected_paths(const std::vector<std::string>& roots, const std::string& home);
 
 // credentials_to_hide(), the host lookup of the defaults, is beside
 // sockets_to_hide() in policy/sockets.hpp.

@@ -564,7 +564,9 @@ TEST_CASE("attack4: a .git config with include.path and core.hooksPath made by o
 // was taken for absent; so was one the caller may not read (mode 0: the
 // command, the same user, chmods it back). Broke (the command appended
 // `core.fsmonitor`, which git runs); fixed: a regular file is present
-// whether or not it was read.
+// whether or not it was read. And since a config nsrun cannot read whole
+// may include files nsrun then cannot protect (the next test), a launch
+// with one is refused: exit 125, one line, nothing run.
 TEST_CASE("attack4: a gitdir's config too large to read, or unreadable, is still kept read-only", "[attack4][protect]") {
   require_userns();
   for (bool big : {true, false}) {
@@ -581,13 +583,44 @@ TEST_CASE("attack4: a gitdir's config too large to read, or unreadable, is still
            "chmod 644 gd/config 2>/dev/null; printf '[core]\\n\\tfsmonitor = evil\\n' >> gd/config 2>/dev/null; exit 0"},
           at(ws));
       INFO(r.err);
-      CHECK(r.exit_code == 0);
+      if (big) {
+        CHECK(r.exit_code == 125);
+        CHECK(r.err.starts_with("nsrun: read " + (ws / "gd/config") + ": a git config nsrun cannot read whole"));
+        CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+      } else {
+        CHECK(r.exit_code == 0);
+      }
       struct stat st{};
       REQUIRE(::stat((ws / "gd/config").c_str(), &st) == 0);
       CHECK(st.st_size == static_cast<off_t>(config.size()));
       CHECK((st.st_mode & 07777) == (big ? 0644u : 0u));
     }
   }
+}
+
+// A repository config over the cap that includes a workspace file: nsrun
+// cannot read the include line, so it could not protect the included
+// file, which git (reading the config whole) takes `core.fsmonitor` from.
+// Broke before (the command wrote the include and host git ran it); now
+// the launch is refused, and so is `nsrun commit` of such a workspace
+// (the same paths decide what commit may apply).
+TEST_CASE("attack4: a repository config too large to follow its includes refuses the launch", "[attack4][protect]") {
+  require_userns();
+  TempDir ws("a4-gitinc");
+  make_dir(ws / ".git");
+  write_file(ws / ".git/HEAD", "ref: refs/heads/main\n");
+  const std::string config = "[core]\n\trepositoryformatversion = 0\n" + std::string(1100000, '#') +
+                             "\n[include]\n\tpath = ../inc.cfg\n";
+  write_file(ws / ".git/config", config);
+  write_file(ws / "inc.cfg", "");
+  RunResult r = nsrun_test::nsrun(
+      {"--", "/bin/sh", "-c", "printf '[core]\\n\\tfsmonitor = evil\\n' >> inc.cfg; touch ran"}, at(ws));
+  INFO(r.err);
+  CHECK(r.exit_code == 125);
+  CHECK(r.err.find(".git/config: a git config nsrun cannot read whole") != std::string::npos);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK(read_file(ws / "inc.cfg").empty());
+  CHECK_FALSE(file_exists(ws / "ran"));
 }
 
 // ---------------------------------------------------------------- 4. nsrun's end

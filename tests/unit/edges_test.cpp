@@ -176,19 +176,19 @@ TEST_CASE("rescan_not_kept: a root gone since is unreachable, as a new scan says
 TEST_CASE("git_protected_paths: .git opened once still tells a directory, a gitdir file and nothing", "[unit][edges]") {
   Scratch s("edges");
   s.mkdir("plain");
-  CHECK(git_protected_paths({s.at("plain")}, "").empty());
+  CHECK(git_protected_paths({s.at("plain")}, "").value().empty());
   // A .git directory whose commondir points inside the root.
   s.mkdir("repo");
   s.mkdir("repo/.git");
   s.mkdir("repo/common");
   s.write("repo/.git/commondir", "../common\n");
-  auto repo = git_protected_paths({s.at("repo")}, "");
+  auto repo = git_protected_paths({s.at("repo")}, "").value();
   CHECK(has(repo, s.at("repo/common/hooks")));
   CHECK(has(repo, s.at("repo/common/config")));
   // The same .git searchable but not readable (an unprivileged caller
   // cannot open it O_RDONLY): still a directory, still followed.
   REQUIRE(::chmod(s.at("repo/.git").c_str(), 0111) == 0);
-  auto hidden = git_protected_paths({s.at("repo")}, "");
+  auto hidden = git_protected_paths({s.at("repo")}, "").value();
   CHECK(has(hidden, s.at("repo/common/hooks")));
   REQUIRE(::chmod(s.at("repo/.git").c_str(), 0755) == 0);
   // A .git file naming the git directory (git init --separate-git-dir).
@@ -196,12 +196,12 @@ TEST_CASE("git_protected_paths: .git opened once still tells a directory, a gitd
   s.mkdir("sep/gd");
   s.mkdir("sep/gd/hooks");
   s.write("sep/.git", "gitdir: gd\n");
-  auto sep = git_protected_paths({s.at("sep")}, "");
+  auto sep = git_protected_paths({s.at("sep")}, "").value();
   CHECK(has(sep, s.at("sep/gd/hooks")));
   // A .git that is neither: nothing.
   s.mkdir("odd");
   s.write("odd/.git", "not a gitdir line\n");
-  CHECK(git_protected_paths({s.at("odd")}, "").empty());
+  CHECK(git_protected_paths({s.at("odd")}, "").value().empty());
 }
 
 TEST_CASE("existing_home_base: missing, a file, and a directory named through a symlink", "[unit][edges]") {
@@ -251,13 +251,13 @@ TEST_CASE("git_protected_paths: the user's git config is read once a root has a 
     s.mkdir(repo);
     s.mkdir(std::string(repo) + "/.git");
   }
-  const auto out = git_protected_paths({s.at("plain"), s.at("repo1"), s.at("repo2")}, s.at("home"));
+  const auto out = git_protected_paths({s.at("plain"), s.at("repo1"), s.at("repo2")}, s.at("home")).value();
   CHECK(has(out, s.at("repo1/.githooks")));
   CHECK(has(out, s.at("repo2/.githooks")));
   CHECK_FALSE(has(out, s.at("plain/.githooks")));
   // The repository's own config still wins over the user's.
   s.write("repo2/.git/config", "[core]\n\thooksPath = own-hooks\n");
-  const auto again = git_protected_paths({s.at("repo1"), s.at("repo2")}, s.at("home"));
+  const auto again = git_protected_paths({s.at("repo1"), s.at("repo2")}, s.at("home")).value();
   CHECK(has(again, s.at("repo1/.githooks")));
   CHECK(has(again, s.at("repo2/own-hooks")));
   if (xdg != nullptr) ::setenv("XDG_CONFIG_HOME", saved.c_str(), 1);
