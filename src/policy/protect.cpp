@@ -677,8 +677,9 @@ Result<std::vector<std::string>> git_protected_paths(const std::vector<std::stri
       files.push_back(home + "/.gitconfig");
     }
     for (const auto& f : files) {
-      Fd fd(::open(f.c_str(), O_RDONLY | O_CLOEXEC));
-      if (!fd) continue;
+      Fd fd(::open(f.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+      struct stat st{};
+      if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
       if (auto text = read_all(fd.get(), "read", f, config_cap)) {
         global.push_back(*text);
         global_dirs.push_back(f.substr(0, f.rfind('/')));
