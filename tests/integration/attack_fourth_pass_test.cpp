@@ -61,6 +61,24 @@ RunResult nsrun_with_nofile(int nofile, const std::vector<std::string>& args, co
 const std::string list_fds =
     "for f in /proc/self/fd/*; do printf '%s -> %s\\n' \"${f##*/}\" \"$(readlink \"$f\" | sed 's/:\\[.*//')\"; done";
 
+// Under `ulimit -n nofile`, the command's fd table with `binds` (after
+// the launcher words `head`) is the one it has without them; returns the
+// run with them.
+RunResult same_fds_as(int nofile, const std::vector<std::string>& head, const std::vector<std::string>& binds,
+                      const TempDir& ws) {
+  const std::vector<std::string> cmd = {"--", "/bin/sh", "-c", list_fds};
+  std::vector<std::string> none = head, many = binds;
+  none.insert(none.end(), cmd.begin(), cmd.end());
+  many.insert(many.end(), cmd.begin(), cmd.end());
+  const RunResult base = nsrun_with_nofile(nofile, none, at(ws));
+  RunResult r = nsrun_with_nofile(nofile, many, at(ws));
+  INFO(base.err << r.err);
+  REQUIRE(base.exit_code == 0);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out == base.out);
+  return r;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- 1. fds
@@ -88,17 +106,9 @@ TEST_CASE("attack4: no fd of a bind (source, clone, destination) reaches the com
     make_dir(ws / fmt::format("t{}", i));
     binds.insert(binds.end(), {"--tmpfs", ws / fmt::format("t{}", i)});
   }
-  const std::vector<std::string> cmd = {"--", "/bin/sh", "-c", list_fds};
   for (int nofile : {128, 4096}) {
     DYNAMIC_SECTION("RLIMIT_NOFILE " << nofile) {
-      std::vector<std::string> none = cmd, many = binds;
-      many.insert(many.end(), cmd.begin(), cmd.end());
-      const RunResult base = nsrun_with_nofile(nofile, none, at(ws));
-      const RunResult r = nsrun_with_nofile(nofile, many, at(ws));
-      INFO(base.err << r.err);
-      REQUIRE(base.exit_code == 0);
-      REQUIRE(r.exit_code == 0);
-      CHECK(r.out == base.out);
+      const RunResult r = same_fds_as(nofile, {}, binds, ws);
       // Control: the binds were made (a hidden file is gone inside).
       CHECK(r.out.find(ws.path()) == std::string::npos);
     }
@@ -117,20 +127,10 @@ TEST_CASE("attack4: no fd of a bind reaches the command, bwrap dialect, low and 
     binds.insert(binds.end(), {"--bind", ws / fmt::format("s{}", i), fmt::format("/mnt/rw{}", i)});
     binds.insert(binds.end(), {"--dev-bind", ws / fmt::format("s{}", i), fmt::format("/mnt/dev{}", i)});
   }
-  const std::vector<std::string> cmd = {"--", "/bin/sh", "-c", list_fds};
-  for (int nofile : {128, 4096}) {
+  for (int nofile : {128, 4096})
     DYNAMIC_SECTION("RLIMIT_NOFILE " << nofile) {
-      std::vector<std::string> none = {"bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"}, many = binds;
-      none.insert(none.end(), cmd.begin(), cmd.end());
-      many.insert(many.end(), cmd.begin(), cmd.end());
-      const RunResult base = nsrun_with_nofile(nofile, none, at(ws));
-      const RunResult r = nsrun_with_nofile(nofile, many, at(ws));
-      INFO(base.err << r.err);
-      REQUIRE(base.exit_code == 0);
-      REQUIRE(r.exit_code == 0);
-      CHECK(r.out == base.out);
+      same_fds_as(nofile, {"bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"}, binds, ws);
     }
-  }
 }
 
 // The batch was sized from RLIMIT_NOFILE alone, while the caller's fds are

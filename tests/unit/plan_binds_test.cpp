@@ -14,9 +14,12 @@
 #include <fmt/format.h>
 
 #include "mount/plan.hpp"
+#include "plan_support.hpp"
 #include "policy/presets.hpp"
 
 using namespace nsrun;
+using plan_support::host;
+using plan_support::workspace_policy;
 using Op = MountStep::Op;
 using K = MountOp::Kind;
 
@@ -176,14 +179,6 @@ MountStep fresh_tmpfs(std::string dest) {
   return s;
 }
 
-Policy workspace_policy() {
-  Policy p;
-  p.workspace = "/home/u/ws";
-  p.argv = {"true"};
-  return p;
-}
-
-HostFacts host() { return HostFacts{1000, 1000, "/home/u/ws"}; }
 
 // make_plan()'s output holds no duplicate the definition would still drop,
 // and its host views are the definition's.

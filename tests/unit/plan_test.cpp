@@ -6,20 +6,15 @@
 
 #include "launch/launch.hpp"
 #include "mount/plan.hpp"
+#include "plan_support.hpp"
 #include "policy/presets.hpp"
 
 using namespace nsrun;
+using plan_support::host;
+using plan_support::workspace_policy;
 using Op = MountStep::Op;
 
 namespace {
-Policy workspace_policy() {
-  Policy p;
-  p.workspace = "/home/u/ws";
-  p.argv = {"true"};
-  return p;
-}
-
-HostFacts host() { return HostFacts{1000, 1000, "/home/u/ws"}; }
 
 // The protected paths of the writable roots (issue 14) come after every mount.
 std::size_t protect_steps(const LaunchPlan& plan) {
