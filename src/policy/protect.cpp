@@ -395,13 +395,6 @@ bool is_dir_beneath(int root, const std::string& rel) {
   return static_cast<bool>(fd);
 }
 
-// What a name below `root` is, through no symlink, in one open where it
-// can be: a regular file's text (small), or whether it is a directory. A
-// missing name (the usual answer for `.git` outside a repository) is one
-// system call, a directory three, where reading it and then asking
-// is_dir_beneath() took two and five (issue 16, fourth pass). With
-// `ask_dir`, a directory that may not be opened for reading is still a
-// directory: asked again as is_dir_beneath() asks.
 // The most of a git config file (or a file git reads beside it) nsrun
 // reads; git itself has no such limit.
 constexpr std::size_t config_cap = std::size_t{1} << 20;
@@ -418,6 +411,14 @@ struct Beneath {
   std::optional<Error> unread;
   bool present() const { return dir || file; }
 };
+
+// What a name below `root` is, through no symlink, in one open where it
+// can be: a regular file's text (small), or whether it is a directory. A
+// missing name (the usual answer for `.git` outside a repository) is one
+// system call, a directory three, where reading it and then asking
+// is_dir_beneath() took two and five (issue 16, fourth pass). With
+// `ask_dir`, a directory that may not be opened for reading is still a
+// directory: asked again as is_dir_beneath() asks.
 Beneath look_beneath(int root, const std::string& rel, bool ask_dir = true) {
   Beneath out;
   // O_NONBLOCK: a fifo the command left where a config or an include is
@@ -460,6 +461,22 @@ std::optional<std::string> read_beneath(int root, const std::string& rel) {
 // core.hooksPath, which nsrun then cannot) is noted in `unread`, and the
 // launch is refused rather than run with its includes unprotected
 // (attack review, fourth pass).
+// A git config outside the writable roots (the user's own, or one an
+// include names there), at an absolute path, following symlinks as git
+// does: nullopt when it is not a regular file. One that cannot be read
+// whole is noted in `unread`, as read_config_beneath() does.
+// O_NONBLOCK|O_NOCTTY: a fifo or a terminal named by a hostile config must
+// not hang or take over the launch; only files are read.
+std::optional<std::string> read_config_at(const std::string& abs, std::optional<Error>& unread) {
+  Fd fd(::open(abs.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+  struct stat st{};
+  if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+  auto text = read_all(fd.get(), "read", abs, config_cap);
+  if (text) return std::move(*text);
+  if (!unread) unread = text.error();
+  return std::nullopt;
+}
+
 // `r` is the root's path (no trailing slash), for the message.
 std::optional<std::string> read_config_beneath(int root, const std::string& r, const std::string& rel,
                                                std::optional<Error>& unread) {
@@ -609,14 +626,7 @@ std::string with_includes(int top, const std::string& root, const std::string& r
       included = read_config_beneath(top, r, *in, unread);
       abs = r == "/" ? "/" + *in : r + "/" + *in;
     } else {
-      // O_NONBLOCK|O_NOCTTY: a fifo or a terminal named by a hostile
-      // config must not hang or take over the launch; only files are read.
-      Fd fd(::open(abs.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
-      struct stat st{};
-      if (fd && ::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode)) {
-        if (auto t = read_all(fd.get(), "read", abs, config_cap)) included = *t;
-        else if (!unread) unread = t.error();
-      }
+      included = read_config_at(abs, unread);
     }
     if (!included) continue;
     const std::size_t slash = abs.rfind('/');
@@ -677,14 +687,9 @@ Result<std::vector<std::string>> git_protected_paths(const std::vector<std::stri
       files.push_back(home + "/.gitconfig");
     }
     for (const auto& f : files) {
-      Fd fd(::open(f.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
-      struct stat st{};
-      if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
-      if (auto text = read_all(fd.get(), "read", f, config_cap)) {
-        global.push_back(*text);
+      if (auto text = read_config_at(f, unread)) {
+        global.push_back(std::move(*text));
         global_dirs.push_back(f.substr(0, f.rfind('/')));
-      } else if (!unread) {
-        unread = text.error();
       }
     }
   };

@@ -11,6 +11,7 @@
 //   within one pass;
 // - nsrun ends with fflush + _exit.
 #include "harness.hpp"
+#include "cow_support.hpp"
 #include "racer.hpp"
 
 #include <catch2/catch_test_macros.hpp>
@@ -604,23 +605,48 @@ TEST_CASE("attack4: a gitdir's config too large to read, or unreadable, is still
 // Broke before (the command wrote the include and host git ran it); now
 // the launch is refused, and so is `nsrun commit` of such a workspace
 // (the same paths decide what commit may apply).
-TEST_CASE("attack4: a repository config too large to follow its includes refuses the launch", "[attack4][protect]") {
+TEST_CASE("attack4: a repository config too large to follow its includes refuses the launch, on both rungs",
+          "[attack4][protect]") {
+  for (Rung rung : {Rung::namespaces, Rung::landlock}) {
+    DYNAMIC_SECTION((rung == Rung::namespaces ? "namespaces" : "landlock")) {
+      std::vector<std::string> argv = rung_options(rung);
+      TempDir ws("a4-gitinc");
+      make_dir(ws / ".git");
+      write_file(ws / ".git/HEAD", "ref: refs/heads/main\n");
+      const std::string config = "[core]\n\trepositoryformatversion = 0\n" + std::string(1100000, '#') +
+                                 "\n[include]\n\tpath = ../inc.cfg\n";
+      write_file(ws / ".git/config", config);
+      write_file(ws / "inc.cfg", "");
+      argv.insert(argv.end(), {"--", "/bin/sh", "-c", "printf '[core]\\n\\tfsmonitor = evil\\n' >> inc.cfg; touch ran"});
+      RunResult r = nsrun_test::nsrun(argv, at(ws));
+      INFO(r.err);
+      CHECK(r.exit_code == 125);
+      CHECK(r.err.find(".git/config: a git config nsrun cannot read whole") != std::string::npos);
+      CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+      CHECK(read_file(ws / "inc.cfg").empty());
+      CHECK_FALSE(file_exists(ws / "ran"));
+    }
+  }
+}
+
+// `nsrun commit` asks the same function which workspace paths are git's:
+// a config grown past the cap after the run (by the host) refuses the
+// commit too, and nothing of the layer is applied.
+TEST_CASE("attack4: nsrun commit refuses a workspace whose git config is too large to follow", "[attack4][protect][cow]") {
   require_userns();
-  TempDir ws("a4-gitinc");
+  TempDir ws("a4-gitcommit"), state("a4-gitcommit-state");
   make_dir(ws / ".git");
   write_file(ws / ".git/HEAD", "ref: refs/heads/main\n");
-  const std::string config = "[core]\n\trepositoryformatversion = 0\n" + std::string(1100000, '#') +
-                             "\n[include]\n\tpath = ../inc.cfg\n";
-  write_file(ws / ".git/config", config);
-  write_file(ws / "inc.cfg", "");
-  RunResult r = nsrun_test::nsrun(
-      {"--", "/bin/sh", "-c", "printf '[core]\\n\\tfsmonitor = evil\\n' >> inc.cfg; touch ran"}, at(ws));
-  INFO(r.err);
-  CHECK(r.exit_code == 125);
-  CHECK(r.err.find(".git/config: a git config nsrun cannot read whole") != std::string::npos);
-  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
-  CHECK(read_file(ws / "inc.cfg").empty());
-  CHECK_FALSE(file_exists(ws / "ran"));
+  write_file(ws / ".git/config", "[core]\n");
+  nsrun_test::cow::settle_clock();
+  const std::vector<std::string> env = {"XDG_STATE_HOME=" + state.path(), "HOME=" + state.path(), "XDG_RUNTIME_DIR="};
+  const std::string id = nsrun_test::cow::cow_run(ws, env, "printf '[core]\\n\\tfsmonitor = evil\\n' > inc.cfg");
+  write_file(ws / ".git/config", "[core]\n" + std::string(1100000, '#') + "\n[include]\n\tpath = ../inc.cfg\n");
+  RunResult commit = nsrun_test::nsrun({"commit", id}, nsrun_test::cow::in(ws, env));
+  INFO(commit.out << commit.err);
+  CHECK(commit.exit_code == 125);
+  CHECK(commit.err.find(".git/config: a git config nsrun cannot read whole") != std::string::npos);
+  CHECK_FALSE(file_exists(ws / "inc.cfg"));
 }
 
 // ---------------------------------------------------------------- 4. nsrun's end
