@@ -17,7 +17,7 @@ constexpr uint64_t fraction_mask = (uint64_t{1} << 52) - 1;
 // glibc's printf family, %f included, is in the static binary whatever the
 // bench does (libcap and nsrun's own messages call it), so printing here
 // costs no byte: an own exact digit printer measured 0 bytes of saving
-// (docs/bench.md, size budget) and was dropped.
+// (docs/bench.md, "Tried and measured, not kept") and was dropped.
 std::string fixed(double v, int decimals) {
   char buf[352];  // DBL_MAX with 3 decimals: 309 digits, sign, point, 3
   const int n = std::snprintf(buf, sizeof buf, "%.*f", decimals, v);

@@ -1,7 +1,7 @@
 // The few floating-point operations the bench's output needs, done without
 // libm and without fmt's floating-point formatting, which the static nsrun
-// is built without (measured in docs/bench.md's size budget: fmt's float
-// formatting 24,576 bytes, libm's log10 8,192; glibc's own %f is linked
+// is built without (measured in docs/bench.md, "Where the bytes go": fmt's
+// float formatting 24,576 bytes, libm's log10 8,192; glibc's own %f is linked
 // anyway and costs nothing more).
 #pragma once
 

@@ -179,7 +179,7 @@ void Session::close() {
   // removes the run (`nsrun discard`): no other launch ever mounts this layer,
   // and removing its five directories (overlayfs's work/work and, with
   // `volatile`, incompat/volatile/dirty) on a busy file system cost a cow
-  // launch more than its whole sandbox set-up (docs/bench.md).
+  // launch more than its whole sandbox set-up (docs/bench.md, the cow row).
   run_work_.reset();
   if (home_slot_) {
     release_work_slot(home_dir_.get(), *home_slot_, home_shown_);

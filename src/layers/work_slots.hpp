@@ -2,7 +2,7 @@
 // another or at once (the copy-on-write home): a small pool of numbered
 // slots, `work-0`, `work-1`, ..., each flock()ed by the launch that uses
 // it, reused rather than made and removed per launch (a mkdir, a rename and
-// a removal walk fewer on the launch's path; docs/bench.md).
+// a removal walk fewer on the launch's path; docs/bench.md, the home layer).
 //
 // Why this is safe (`work/work` below is the slot's `work` subdirectory,
 // the one overlayfs makes and uses):

@@ -1,9 +1,9 @@
 // Calendar fields of a UTC time, computed here. glibc's gmtime_r goes
 // through the time-zone code (tzset), which reads TZ rules with sscanf and
 // so links the whole scanf and strtod/strtof/strtold/strtof128 family into
-// the static nsrun: about 90 KB (docs/bench.md, issue 16) for the egress
-// log's timestamps. UTC needs no zone rules: the proleptic Gregorian
-// calendar, as gmtime_r gives it.
+// the static nsrun: about 90 KB (docs/bench.md, "Where the bytes go") for
+// the egress log's timestamps. UTC needs no zone rules: the proleptic
+// Gregorian calendar, as gmtime_r gives it.
 #pragma once
 
 #include <cstdint>
