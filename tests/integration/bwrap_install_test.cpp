@@ -185,8 +185,15 @@ TEST_CASE("bwrap dialect: the fds the caller hands over reach the command, nsrun
     CHECK(r.out == "0 1 2 3 8\n");
   }
   SECTION("nsrun's own command line passes only what --pass-fd names") {
-    RunResult r = nsrun({"--", "sh", "-c", "echo x >&7 && echo passed"}, RunOptions{});
-    CHECK(r.out.find("passed") == std::string::npos);
+    const std::string script = shell_quote("echo x >&7 && echo passed; echo y >&8 && echo named");
+    RunResult r = run({"/bin/bash", "-c",
+                       fmt::format("exec {} --pass-fd 8 -- sh -c {} 7>{} 8>{}", shell_quote(nsrun_path()), script,
+                                   shell_quote(file), shell_quote(ws / "named"))},
+                      at(ws));
+    INFO(r.err);
+    CHECK(r.out == "named\n");
+    CHECK(read_file(file).empty());
+    CHECK(read_file(ws / "named") == "y\n");
   }
 }
 
