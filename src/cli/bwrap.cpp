@@ -1,5 +1,6 @@
 #include "cli/bwrap.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <sys/prctl.h>
@@ -80,9 +81,12 @@ Result<int> BwrapParse::open_fd(const std::string& text) const {
   return v;
 }
 
-Result<std::string> BwrapParse::fd_data(const std::string& text) const {
+bool BwrapParse::closed(int fd) const { return std::find(closed_fds.begin(), closed_fds.end(), fd) != closed_fds.end(); }
+
+Result<std::string> BwrapParse::fd_data(const std::string& text) {
   auto v = fd(text);
   if (!v) return fail(v.error());
+  used_fds.push_back(*v);
   if (!ctx.read_fd) return fail(said_bwrap(fmt::format("Can't read from fd {}", *v), EBADF));
   auto data = ctx.read_fd(*v);
   if (!data) return fail(said_bwrap(fmt::format("Can't read from fd {}", *v), data.error().err));
@@ -143,6 +147,7 @@ Result<void> BwrapParse::bind(MountOp::Kind kind, bool optional, std::span<const
 Result<void> BwrapParse::bind_fd(MountOp::Kind kind, std::span<const std::string> values) {
   auto f = open_fd(values[0]);
   if (!f) return fail(f.error());
+  used_fds.push_back(*f);
   MountOp m = mount_op(kind, "", absolute_from("/", values[1]));
   m.source_fd = *f;
   push(std::move(m));
@@ -187,8 +192,11 @@ Result<void> BwrapParse::overlay(MountOp::Kind kind, std::string_view option, st
 Result<void> BwrapParse::args_from_fd(const std::string& text) {
   auto v = fd(text);
   if (!v) return fail(v.error());
+  if (closed(*v)) return fail(said_bwrap("Can't read --args data", EBADF));
   Result<std::string> data = ctx.read_fd ? ctx.read_fd(*v) : fail(Error{"", EBADF, {}, {}});
   if (!data) return fail(said_bwrap("Can't read --args data", data.error().err));
+  used_fds.push_back(*v);
+  closed_fds.push_back(*v);
   std::vector<std::string> more;
   std::string_view rest = *data;
   while (!rest.empty()) {
@@ -327,6 +335,10 @@ class Parser {
     for (std::size_t c = 0; c <= CAP_LAST_CAP; ++c) known.set(c);
     CapSet caps;
     if (root && p.uid.value_or(0) == 0) caps = known & CapSet(ctx_.effective_caps.value_or(~uint64_t{0}));
+    // Without --cap-add/--cap-drop bwrap never calls capset() for root's
+    // command: its inheritable set stays as it was (the caller's, or empty
+    // in a new user namespace), and so does its ambient set.
+    p.cap_grant_inheritable = !(root && state_.cap_ops.empty());
     for (const auto& [add, bits] : state_.cap_ops) caps = add ? (caps | CapSet(bits)) : (caps & ~CapSet(bits));
     caps &= known;
     p.cap_add.clear();
@@ -339,9 +351,29 @@ class Parser {
       }
     }
 
+    pass_inherited_fds();
+
     // bwrap sets PWD to the working directory, even after --clearenv.
     p.env.push_back(EnvOp{EnvOp::Kind::set, "PWD", p.chdir.empty() ? ctx_.cwd : p.chdir});
     return {};
+  }
+
+  // bwrap closes only the fds its options use up: every other fd it was
+  // given without close-on-exec reaches the command (`sh -c 'echo >&7'
+  // 7>file`), at the same number. The status and blocking fds and the
+  // namespaces' fds are kept from it too (bwrap leaves --userns, --userns2,
+  // --pidns and --userns-block-fd open in the sandbox; stricter, and
+  // nothing a command could want from them); --sync-fd reaches it only
+  // with --as-pid-1, as in bwrap.
+  void pass_inherited_fds() {
+    Policy& p = inv_.policy;
+    std::vector<int> used = state_.used_fds;
+    for (const auto& fd : {p.info_fd, p.json_status_fd, p.block_fd, p.userns_block_fd, p.userns_fd, p.userns2_fd,
+                           p.pidns_fd})
+      if (fd) used.push_back(*fd);
+    if (state_.sync_fd && !p.as_pid_1) used.push_back(*state_.sync_fd);
+    for (int fd : ctx_.inherited_fds)
+      if (fd > 2 && std::find(used.begin(), used.end(), fd) == used.end()) p.pass_fds.push_back(fd);
   }
 
   const BwrapContext& ctx_;
@@ -388,8 +420,35 @@ void die_with_caller() {
 
 }  // namespace
 
+namespace {
+
+// The fds above 2 open without close-on-exec. /proc/self/fd's own fd is
+// close-on-exec (opendir), so it never counts itself; without /proc, every
+// number below the fd limit is asked.
+std::vector<int> fds_without_cloexec() {
+  std::vector<int> out;
+  auto consider = [&out](int fd) {
+    const int flags = ::fcntl(fd, F_GETFD);
+    if (fd > 2 && flags >= 0 && (flags & FD_CLOEXEC) == 0) out.push_back(fd);
+  };
+  if (DIR* dir = ::opendir("/proc/self/fd")) {
+    while (const dirent* entry = ::readdir(dir))
+      if (auto fd = bwrap_number(entry->d_name)) consider(*fd);
+    ::closedir(dir);
+  } else {
+    const long limit = ::sysconf(_SC_OPEN_MAX);
+    for (int fd = 3; fd < std::min<long>(limit > 0 ? limit : 1024, INT_MAX); ++fd) consider(fd);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
 BwrapContext read_bwrap_context() {
   BwrapContext ctx;
+  // First, before anything here opens an fd of its own.
+  ctx.inherited_fds = fds_without_cloexec();
   char buf[PATH_MAX];
   if (::getcwd(buf, sizeof buf) != nullptr) ctx.cwd = buf;
   ctx.uid = ::getuid();

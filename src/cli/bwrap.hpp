@@ -35,6 +35,10 @@ struct BwrapContext {
   std::function<Result<std::string>(int)> read_fd;
   // Whether an fd is open (status and blocking fds).
   std::function<bool(int)> fd_open;
+  // The fds above 2 that nsrun was given without close-on-exec, read
+  // before nsrun opens any of its own (which are all close-on-exec): bwrap
+  // passes these on to the command, less those its options use up.
+  std::vector<int> inherited_fds;
   // Called with each of bwrap's warnings as the parser meets it, already
   // prefixed ("bwrap: ..." or "<4>bwrap: ..."): bwrap prints them at once,
   // so they come before any later error. Unset: warnings are dropped.

@@ -30,15 +30,17 @@ int report(const nsrun::Error& e) {
   return e.exit_code();
 }
 
-// Re-run through /proc/self/exe (flatpak, bwrap's own tests: a command in
-// a sandbox runs "the same binary" again), argv[0] no longer says which
-// dialect was meant, and nothing else may carry it (the environment and the
-// fds are the command's). The first argument decides: one of bwrap's
-// options that nsrun's own command line does not have (--unshare-all,
-// --bind, --ro-bind, --dev, --die-with-parent, ...) can only be bwrap's;
-// anything else is nsrun's, which refuses bwrap's other options.
-bool reinvoked_as_bwrap(std::string_view argv0, std::span<const std::string> args) {
-  if (argv0 != "/proc/self/exe" || args.empty()) return false;
+// argv[0] does not always say which dialect was meant: re-run through
+// /proc/self/exe (flatpak, bwrap's own tests: a command in a sandbox runs
+// "the same binary" again), or found as `bwrap` through a symlink that the
+// caller resolved before running it (Codex probes the resolved path), and
+// nothing else may carry it (the environment and the fds are the
+// command's). The first argument decides: one of bwrap's options that
+// nsrun's own command line does not have (--unshare-all, --bind,
+// --ro-bind, --dev, --die-with-parent, ...) can only be bwrap's, where
+// nsrun's own command line would refuse it; anything else is nsrun's.
+bool bwrap_first_argument(std::span<const std::string> args) {
+  if (args.empty()) return false;
   return nsrun::is_bwrap_option(args[0]) && !nsrun::is_native_option(args[0]);
 }
 
@@ -63,7 +65,7 @@ int main(int argc, char** argv) {
   // or explained with `nsrun explain --bwrap ...`.
   const char* slash = argc > 0 ? std::strrchr(argv[0], '/') : nullptr;
   const std::string_view base = argc > 0 ? (slash ? slash + 1 : argv[0]) : "";
-  if (base == "bwrap" || (argc > 0 && reinvoked_as_bwrap(argv[0], args))) return nsrun::bwrap_main(argv[0], args);
+  if (base == "bwrap" || (argc > 0 && bwrap_first_argument(args))) return nsrun::bwrap_main(argv[0], args);
   if (!args.empty() && args[0] == "bwrap")
     return nsrun::bwrap_main("nsrun bwrap", std::span<const std::string>(args).subspan(1));
   if (args.size() >= 2 && args[0] == "explain" && args[1] == "--bwrap")

@@ -174,6 +174,15 @@ std::string native_usage() {
       "\n"
       "options:\n";
   out += option_help(Dialect::native, "  ", 28);
+  // Listed here too because a harness that finds `bwrap` on PATH may
+  // resolve the link to nsrun and ask that path's --help which options it
+  // has (Codex looks for --as-pid-1, --perms and --argv0); it then runs
+  // the path with argv[0] "bwrap", which selects the dialect.
+  out +=
+      "\nbwrap dialect: nsrun bwrap ..., or nsrun run as `bwrap` (a link named bwrap),\n"
+      "or a first argument that only bwrap has; `nsrun bwrap --help` explains each of\n"
+      "its options:\n";
+  out += option_names(Dialect::bwrap, "  ", 79);
   out +=
       "\nexit status: the command's; 128+N when it died of signal N; 125 when nsrun\n"
       "itself failed or its input was bad; 126 command not executable; 127 not found.\n";

@@ -1,6 +1,7 @@
 #include "cli/options.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 
 #include <fmt/format.h>
@@ -183,9 +184,14 @@ Result<void> seccomp_fd(OptionCall& c) {
   if (single && b.added_seccomp) return fail(said_bwrap("--seccomp cannot be combined with --add-seccomp-fd"));
   if (!single && b.single_seccomp) return fail(said_bwrap("--add-seccomp-fd cannot be combined with --seccomp"));
   if (single && b.single_seccomp) b.warn("Only the last --seccomp option will take effect");
+  // bwrap reads (and closes) an --add-seccomp-fd at once, an --args fd
+  // too: naming one again finds it closed.
+  if (b.closed(*f)) return fail(said_bwrap("Can't read seccomp data", EBADF));
   if (single) c.policy.seccomp_fds.clear();  // the last --seccomp wins
   (single ? b.single_seccomp : b.added_seccomp) = true;
   c.policy.seccomp_fds.push_back(*f);
+  b.used_fds.push_back(*f);
+  if (!single) b.closed_fds.push_back(*f);
   return {};
 }
 
@@ -498,7 +504,9 @@ std::span<const OptionSpec> option_table() {
       {.bwrap = {"--sync-fd", "FD", "Keep FD open as long as the sandbox runs"}, .arity = 1,
        .set = [](OptionCall& c) -> Result<void> {
          // nsrun outlives the sandbox and never closes it: held open as asked.
-         if (auto f = c.bwrap->open_fd(c.values[0]); !f) return fail(f.error());
+         auto f = c.bwrap->open_fd(c.values[0]);
+         if (!f) return fail(f.error());
+         c.bwrap->sync_fd = *f;
          return {};
        }},
       {.bwrap = {"--bind", "SRC DEST", "Bind the host path SRC on DEST, writable"}, .arity = 2,
@@ -624,6 +632,21 @@ std::string option_help(Dialect dialect, std::string_view indent, std::size_t wi
     if (!s.metavar.empty()) left += fmt::format(" {}", s.metavar);
     out += fmt::format("{}{:<{}} {}\n", indent, left, width, s.help);
   }
+  return out;
+}
+
+std::string option_names(Dialect dialect, std::string_view indent, std::size_t columns) {
+  std::string out, line;
+  for (const auto& o : option_table()) {
+    const std::string_view name = dialect == Dialect::native ? o.native.name : o.bwrap.name;
+    if (name.empty()) continue;
+    if (!line.empty() && line.size() + 1 + name.size() > columns) {
+      out += line + "\n";
+      line.clear();
+    }
+    line += line.empty() ? fmt::format("{}{}", indent, name) : fmt::format(" {}", name);
+  }
+  if (!line.empty()) out += line + "\n";
   return out;
 }
 

@@ -50,12 +50,21 @@ struct BwrapParse {
   std::vector<std::pair<bool, uint64_t>> cap_ops;  // (add?, capability bits), in order
   bool user = false, user_try = false, cgroup_try = false, hostname_set = false;
   bool single_seccomp = false, added_seccomp = false;
+  // The caller's fds that options use up (--args, --file, --bind-data,
+  // --bind-fd, --seccomp, ...): bwrap closes them before the exec, so of
+  // the fds it inherited the command gets all but these.
+  std::vector<int> used_fds;
+  // Of those, the ones bwrap reads and closes while it parses (--args,
+  // --add-seccomp-fd): a later option naming one finds it closed.
+  std::vector<int> closed_fds;
+  std::optional<int> sync_fd;  // --sync-fd: the command keeps it only with --as-pid-1
   std::string unsupported;  // an option accepted for now, refused once all are read
 
   void warn(std::string_view text) const;
   Result<int> fd(const std::string& text) const;
   Result<int> open_fd(const std::string& text) const;
-  Result<std::string> fd_data(const std::string& text) const;
+  Result<std::string> fd_data(const std::string& text);
+  bool closed(int fd) const;
   Result<uint64_t> cap_bits(const std::string& name) const;
   Result<uint32_t> octal(const std::string& text, std::string_view option) const;
   Result<uint64_t> tmpfs_size(const std::string& text) const;
@@ -120,5 +129,9 @@ const OptionSpec* find_option(Dialect dialect, std::string_view arg);
 // The option list of --help: one line per option of `dialect`, each
 // indented by `indent` and its "NAME METAVAR" padded to `width`.
 std::string option_help(Dialect dialect, std::string_view indent, std::size_t width);
+
+// Every option name of `dialect`, in table order, in lines indented by
+// `indent` and no longer than `columns`.
+std::string option_names(Dialect dialect, std::string_view indent, std::size_t columns);
 
 }  // namespace nsrun

@@ -179,7 +179,7 @@ Error try_exec(Prepared& p) {
     if (auto r = enter_directory(p.plan); !r) die(channel, r.error());
   if (auto r = seal_fds(p.pass_fds); !r) die(channel, r.error());
   if (!setup.confined_by_parent) {
-    if (auto r = set_capabilities(p.keep_caps); !r) die(channel, r.error());
+    if (auto r = set_capabilities(p.keep_caps, p.cap_grant_inheritable); !r) die(channel, r.error());
     if (auto r = set_no_new_privs(); !r) die(channel, r.error());
   }
   if (auto r = apply_rlimits(p.limits.rlimits); !r) die(channel, r.error());
@@ -683,6 +683,7 @@ Result<Prepared> prepare(const Policy& policy) {
   auto caps = parse_capabilities(policy.cap_add);
   if (!caps) return fail(caps.error());
   p.keep_caps = std::move(*caps);
+  p.cap_grant_inheritable = policy.cap_grant_inheritable;
   auto filter = compile_filter(policy);
   if (!filter) return fail(filter.error());
   p.filter = filter_key(policy, FilterRung::namespaces);

@@ -35,6 +35,7 @@ struct Prepared {
   std::vector<std::string> argv;
   std::vector<int> pass_fds;
   std::vector<cap_value_t> keep_caps;      // kept inside (bwrap --cap-add)
+  bool cap_grant_inheritable = true;       // Policy::cap_grant_inheritable
   int new_session = -1;                    // -1: when stdin is not a terminal
   bool die_with_parent = true;
   FilterKey filter;                        // the namespace rung's filter (cheap: explain builds its rules) ...

@@ -122,21 +122,31 @@ Result<void> drop_bounding_and_ambient(const std::vector<cap_value_t>& keep) {
   return {};
 }
 
-Result<void> set_capabilities(const std::vector<cap_value_t>& keep) {
+Result<void> set_capabilities(const std::vector<cap_value_t>& keep, bool grant_inheritable) {
   struct __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
   struct __user_cap_data_struct data[2]{};
+  CapSets found;
+  if (!grant_inheritable && !keep.empty()) {
+    auto sets = current_sets();
+    if (!sets) return fail(sets.error());
+    found = *sets;
+  }
   for (cap_value_t c : keep) {
     if (c < 0 || c >= 64) continue;
     const uint32_t bit = 1u << (c % 32);
     data[c / 32].effective |= bit;
     data[c / 32].permitted |= bit;
-    data[c / 32].inheritable |= bit;
+    if (grant_inheritable || found.has(c, &__user_cap_data_struct::inheritable)) data[c / 32].inheritable |= bit;
   }
   if (::syscall(SYS_capset, &header, data) != 0) return fail(sys_error(Operation::drop_capabilities));
   // Kept capabilities survive execve of an ordinary binary only as ambient.
+  // Without the grant, each is still asked for, as bwrap does: the kernel
+  // refuses (EPERM) those not inheritable, which is the answer; any other
+  // failure is one.
   for (cap_value_t c : keep)
     if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, c, 0, 0) != 0) {
       const int err = errno;
+      if (!grant_inheritable && (err == EPERM || err == EINVAL)) continue;
       return fail(sys_error(Operation::raise_ambient, capability_name(c), err));
     }
   return {};

@@ -40,9 +40,13 @@ std::vector<cap_value_t> held_capabilities(const std::vector<cap_value_t>& wante
 // no_new_privs, exec adds nothing.
 Result<void> drop_bounding_and_ambient(const std::vector<cap_value_t>& keep);
 
-// Sets this process's effective, permitted and inheritable sets to `keep`,
-// raising the kept ones as ambient so they survive exec.
-Result<void> set_capabilities(const std::vector<cap_value_t>& keep);
+// Sets this process's effective and permitted sets to `keep`. With
+// `grant_inheritable` its inheritable set too, and the kept ones are raised
+// as ambient so they survive exec; without (bwrap's default for root), the
+// inheritable set keeps only what it already held of `keep`, so only those
+// can be raised (the kernel refuses the rest, which is not an error): uid
+// 0 gets its permitted set back at exec anyway.
+Result<void> set_capabilities(const std::vector<cap_value_t>& keep, bool grant_inheritable = true);
 
 Result<void> set_no_new_privs();
 

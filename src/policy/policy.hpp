@@ -148,6 +148,11 @@ struct Policy {
   bool allow_nested_userns = false;
   std::vector<int> seccomp_fds;        // extra compiled BPF programs (bwrap --seccomp)
   std::vector<std::string> cap_add;    // capabilities kept inside (bwrap --cap-add)
+  // The kept ones made inheritable and ambient too, so they survive exec.
+  // false: bwrap's default for root (no --cap-add/--cap-drop), which leaves
+  // the inheritable set as the sandbox got it (the caller's, or empty in a
+  // new user namespace) and the ambient set to match.
+  bool cap_grant_inheritable = true;
 
   bool clearenv = false;
   std::vector<EnvOp> env;

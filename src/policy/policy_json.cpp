@@ -333,6 +333,7 @@ const Readers<Policy>& policy_readers() {
       {"allow_read", strings_into(&Policy::allow_read)},
       {"hidden_paths", strings_into(&Policy::hidden_paths)},
       {"cap_add", strings_into(&Policy::cap_add)},
+      {"cap_grant_inheritable", bool_into(&Policy::cap_grant_inheritable)},
       {"clearenv", bool_into(&Policy::clearenv)},
       {"env", list_into<EnvOp>(&Policy::env, env_from_json)},
       {"chdir", string_into(&Policy::chdir)},
@@ -417,6 +418,7 @@ json::Value to_json(const Policy& p) {
   out.set("allow_read", strings(p.allow_read));
   out.set("hidden_paths", strings(p.hidden_paths));
   out.set("cap_add", strings(p.cap_add));
+  out.set("cap_grant_inheritable", p.cap_grant_inheritable);
   out.set("clearenv", p.clearenv);
   Value env = Value::array();
   for (const auto& e : p.env) env.push_back(env_to_json(e));

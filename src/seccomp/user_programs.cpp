@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "sys/fd.hpp"
@@ -15,6 +16,10 @@ namespace nsrun {
 
 Result<std::vector<BpfProgram>> read_user_programs(const std::vector<int>& fds) {
   std::vector<BpfProgram> out;
+  // bwrap reads every program (and checks its length) before it loads the
+  // first: a later program's bad length is the error, not an earlier one's
+  // refusal by the kernel.
+  std::optional<int> empty;
   for (int fd : fds) {
     // The kernel loads at most BPF_MAXINSNS instructions per program: more
     // is refused before it is read into memory.
@@ -27,7 +32,7 @@ Result<std::vector<BpfProgram>> read_user_programs(const std::vector<int>& fds) 
     }
     const std::string& data = *read;
     // What the kernel would answer to loading it, found before anything runs.
-    if (data.empty()) return fail(sys_error(Operation::seccomp_load, std::to_string(fd), EINVAL, "an empty program"));
+    if (data.empty() && !empty) empty = fd;
     if (data.size() % sizeof(sock_filter) != 0)
       return fail(sys_error(Operation::seccomp_read, std::to_string(fd), EINVAL,
                             "not a whole number of BPF instructions"));
@@ -35,6 +40,7 @@ Result<std::vector<BpfProgram>> read_user_programs(const std::vector<int>& fds) 
     std::memcpy(program.data(), data.data(), data.size());
     out.push_back(std::move(program));
   }
+  if (empty) return fail(sys_error(Operation::seccomp_load, std::to_string(*empty), EINVAL, "an empty program"));
   return out;
 }
 

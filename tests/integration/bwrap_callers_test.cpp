@@ -27,19 +27,6 @@ using namespace nsrun_test;
 
 namespace {
 
-// The same command line under the oracle and under nsrun: stdout and the
-// status must agree. Returns nsrun's result for further checks.
-RunResult same_as_bwrap(const BwrapShim& shim, const std::string& args, const RunOptions& opts = {}) {
-  RunResult want = run_bwrap(oracle, args, opts);
-  RunResult got = run_bwrap(shim.path, args, opts);
-  INFO("args: " << args);
-  INFO("bwrap stdout: " << want.out << "bwrap stderr: " << want.err);
-  INFO("nsrun stdout: " << got.out << "nsrun stderr: " << got.err);
-  CHECK(got.exit_code == want.exit_code);
-  CHECK(got.out == want.out);
-  return got;
-}
-
 // `nsrun-probe outer OUTER... -- ARGV...`: a hostile host around one run.
 RunResult outer(const std::vector<std::string>& outer_opts, const std::vector<std::string>& argv,
                 const RunOptions& opts = {}) {
@@ -185,14 +172,14 @@ TEST_CASE("bwrap dialect: --proc without a PID namespace binds the caller's /pro
   BwrapShim shim;
   const std::string host_pid = own_ns("pid");
   for (const char* user : {"", "--unshare-user "}) {
-    RunResult r = same_as_bwrap(
-        shim, fmt::format("--ro-bind / / {}--proc /proc -- sh -c 'readlink /proc/self/ns/pid; test -d /proc/1 && echo "
+    RunResult r = same_as_oracle(
+        shim.path, fmt::format("--ro-bind / / {}--proc /proc -- sh -c 'readlink /proc/self/ns/pid; test -d /proc/1 && echo "
                           "init; awk \"\\$5 == \\\"/proc\\\" {{print \\$9}}\" /proc/self/mountinfo | sort -u'",
                           user));
     CHECK(r.out == host_pid + "\ninit\nproc\n");
   }
   // With its own PID namespace, a fresh one: only the sandbox's processes.
-  RunResult own = same_as_bwrap(shim, "--ro-bind / / --unshare-pid --proc /proc -- sh -c 'test -d /proc/1 && echo one'");
+  RunResult own = same_as_oracle(shim.path, "--ro-bind / / --unshare-pid --proc /proc -- sh -c 'test -d /proc/1 && echo one'");
   CHECK(own.out == "one\n");
   RunResult ns = run_bwrap(shim.path, "--ro-bind / / --unshare-pid --proc /proc -- readlink /proc/self/ns/pid");
   CHECK(ns.exit_code == 0);
@@ -234,15 +221,15 @@ TEST_CASE("bwrap dialect: the root is the top of its mount namespace whatever th
   };
   for (const Case& c : cases) {
     DYNAMIC_SECTION(c.name) {
-      RunResult r = same_as_bwrap(
-          shim, fmt::format("{} --dev /dev --unshare-user --unshare-pid --proc /proc -- {} 3<{}", c.before, check,
+      RunResult r = same_as_oracle(
+          shim.path, fmt::format("{} --dev /dev --unshare-user --unshare-pid --proc /proc -- {} 3<{}", c.before, check,
                             ws / "data"));
       CHECK(r.out == "nested\n/\n1\n");
     }
   }
   SECTION("the host's / bound elsewhere shows the host, not the sandbox's root") {
-    RunResult r = same_as_bwrap(
-        shim, fmt::format("--tmpfs /tmp --bind / /host --ro-bind /usr /usr --symlink usr/bin /bin --symlink usr/lib "
+    RunResult r = same_as_oracle(
+        shim.path, fmt::format("--tmpfs /tmp --bind / /host --ro-bind /usr /usr --symlink usr/bin /bin --symlink usr/lib "
                           "/lib --symlink usr/lib64 /lib64 --unshare-user -- sh -c 'test -d /host{} && echo host; "
                           "unshare -U true && echo nested'",
                           ws.path()));
@@ -314,7 +301,7 @@ TEST_CASE("bwrap callers: sandbox-runtime's shape", "[bwrap][callers]") {
       "--ro-bind / / --bind {a} {a} {ssh}--dev /dev --unshare-pid --unshare-user{c} "
       "--proc /proc --unsetenv SRT_ALLOW_NESTED_USERNS -- /bin/bash -c {cmd}",
       fmt::arg("s", sock), fmt::arg("a", allowed), fmt::arg("c", caps), fmt::arg("ssh", ssh), fmt::arg("cmd", shell_quote(script)));
-  RunResult r = same_as_bwrap(shim, args, at(ws));
+  RunResult r = same_as_oracle(shim.path, args, at(ws));
   CHECK(r.exit_code == 0);
   CHECK(r.out == "userns\nerror EPERM\nok\nerror EROFS\nlo:\nproxied\n");
   CHECK(read_file(allowed + "/in") == "yes");
@@ -348,8 +335,8 @@ TEST_CASE("bwrap callers: Codex's preflight and run", "[bwrap][callers]") {
     std::string bind_dirs;
     for (const char* d : {"/bin", "/etc", "/lib", "/lib64", "/sbin", "/usr"})
       if (::access(d, F_OK) == 0) bind_dirs += fmt::format(" --ro-bind {0} {0}", d);
-    RunResult r = same_as_bwrap(
-        shim, fmt::format("--as-pid-1 --new-session --die-with-parent --tmpfs / --dev /dev{} --unshare-user "
+    RunResult r = same_as_oracle(
+        shim.path, fmt::format("--as-pid-1 --new-session --die-with-parent --tmpfs / --dev /dev{} --unshare-user "
                           "--unshare-pid --unshare-ipc --unshare-net --proc /proc --cap-drop ALL -- /usr/bin/true",
                           bind_dirs));
     CHECK(r.exit_code == 0);
@@ -365,7 +352,7 @@ TEST_CASE("bwrap callers: Codex's preflight and run", "[bwrap][callers]") {
         "--remount-ro {d} --bind {w} {w} --perms 555 --tmpfs {w}/.git --remount-ro {w}/.git --unshare-user "
         "--unshare-pid --unshare-ipc --unshare-net --proc /proc --cap-drop ALL -- sh -c {s}",
         fmt::arg("w", ws.path()), fmt::arg("d", daemon.path()), fmt::arg("s", shell_quote(script)));
-    RunResult r = same_as_bwrap(shim, args, at(ws));
+    RunResult r = same_as_oracle(shim.path, args, at(ws));
     CHECK(r.exit_code == 0);
     CHECK_FALSE(file_exists(daemon / "x"));
     CHECK(r.out.starts_with("1\nok\nerror EROFS\n0\n"));
@@ -401,7 +388,7 @@ TEST_CASE("bwrap callers: omnigent's shape, with a fresh /proc and with the host
           "--ro-bind / / --dev /dev {} --tmpfs /tmp --bind {w} {w} --unshare-user --unshare-pid --die-with-parent "
           "--new-session --chdir {w} -- sh -c {s}",
           proc, fmt::arg("w", ws.path()), fmt::arg("s", shell_quote(script)));
-      RunResult r = same_as_bwrap(shim, args);
+      RunResult r = same_as_oracle(shim.path, args);
       CHECK(r.out == fmt::format("{}\nok\nerror EROFS\nok\nproc\n", ws.path()));
       CHECK(read_file(ws / "in") == "yes");
       CHECK_FALSE(file_exists(outside / "out"));
@@ -454,12 +441,12 @@ TEST_CASE("bwrap callers: flatpak-style recursion through /proc/self/exe", "[bwr
   const std::string outer_args = "--unshare-user --uid 0 --gid 0 --cap-add ALL --bind / / --bind /proc /proc -- "
                                  "/proc/self/exe";
   SECTION("the same host tree") {
-    RunResult r = same_as_bwrap(shim, outer_args + " --unshare-all --bind / / --bind /proc /proc echo hello");
+    RunResult r = same_as_oracle(shim.path, outer_args + " --unshare-all --bind / / --bind /proc /proc echo hello");
     CHECK(r.out == "hello\n");
   }
   SECTION("a nested pivot into a new root made of /usr") {
-    RunResult r = same_as_bwrap(
-        shim, outer_args + " --unshare-all --ro-bind /usr /usr --symlink usr/lib /lib --symlink usr/lib64 /lib64 "
+    RunResult r = same_as_oracle(
+        shim.path, outer_args + " --unshare-all --ro-bind /usr /usr --symlink usr/lib /lib --symlink usr/lib64 /lib64 "
                            "--symlink usr/bin /bin --proc /proc --dev /dev -- sh -c 'ls /; echo hello'");
     CHECK(r.out == "bin\ndev\nlib\nlib64\nproc\nusr\nhello\n");
   }

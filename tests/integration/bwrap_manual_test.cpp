@@ -143,6 +143,16 @@ TEST_CASE("bwrap manual: uid 0 keeps every capability bwrap keeps", "[bwrap][man
     // Root keeps what it held, less the two; others never get any.
     CHECK(cap_value(got, "CapEff:") == (is_root() ? held & ~dropped : 0));
   }
+  SECTION("as root with neither --cap-add nor --cap-drop: bwrap never calls capset, every set is bwrap's") {
+    if (!is_root()) SKIP("only root keeps capabilities by default");
+    // The inheritable and ambient sets too: the caller's without a user
+    // namespace, empty in a new one.
+    same_capability_sets(shim, "--ro-bind / / cat /proc/self/status", {"CapInh:", "CapPrm:", "CapEff:", "CapAmb:"});
+    same_capability_sets(shim, "--ro-bind / / --unshare-user cat /proc/self/status",
+                         {"CapInh:", "CapPrm:", "CapEff:", "CapBnd:", "CapAmb:"});
+    same_capability_sets(shim, "--ro-bind / / --unshare-pid --as-pid-1 cat /proc/self/status",
+                         {"CapInh:", "CapPrm:", "CapEff:", "CapAmb:"});
+  }
   SECTION("as root without a user namespace") {
     if (!is_root()) SKIP("only root runs bwrap without a user namespace");
     const auto [got, want] =
@@ -349,6 +359,17 @@ TEST_CASE("bwrap manual: --seccomp with a program the kernel refuses", "[bwrap][
         CHECK_FALSE(file_exists(ran));
       }
     }
+  }
+  SECTION("--add-seccomp-fd naming the same fd twice: bwrap has read and closed it after the first") {
+    const std::string args = fmt::format("--ro-bind / / --add-seccomp-fd 3 --add-seccomp-fd 3 touch {} 3<{}",
+                                         shell_quote(ran), shell_quote(ws / "two"));
+    RunResult want = run_under(oracle, args);
+    RunResult got = run_under(shim.path, args);
+    CHECK(want.exit_code == 1);
+    CHECK(got.exit_code == want.exit_code);
+    CHECK(got.err == "bwrap: Can't read seccomp data: Bad file descriptor\n");
+    CHECK(got.err == want.err);
+    CHECK_FALSE(file_exists(ran));
   }
   SECTION("--seccomp twice: bwrap's warning, then the last one's verdict") {
     const std::string args = fmt::format("--ro-bind / / --seccomp 3 --seccomp 4 touch {} 3<{} 4<{}", shell_quote(ran),

@@ -28,9 +28,23 @@ struct BwrapShim {
   BwrapShim() { REQUIRE(::symlink(nsrun_path().c_str(), path.c_str()) == 0); }
 };
 
-// `<bwrap> ARGS` through sh, so a case can open fds (`3<file`).
+// `<bwrap> ARGS` through a shell, so a case can open fds (`3<file`); bash,
+// since dash redirects only fds 0 to 9 and callers hand over more.
 inline RunResult run_bwrap(const std::string& bwrap, const std::string& args, const RunOptions& opts = {}) {
-  return run({"/bin/sh", "-c", fmt::format("exec {} {}", shell_quote(bwrap), args)}, opts);
+  return run({"/bin/bash", "-c", fmt::format("exec {} {}", shell_quote(bwrap), args)}, opts);
+}
+
+// The same command line under the oracle and under `bwrap` (nsrun by that
+// name): stdout and the status must agree. Returns nsrun's result.
+inline RunResult same_as_oracle(const std::string& bwrap, const std::string& args, const RunOptions& opts = {}) {
+  RunResult want = run_bwrap(oracle, args, opts);
+  RunResult got = run_bwrap(bwrap, args, opts);
+  INFO("args: " << args);
+  INFO("bwrap stdout: " << want.out << "bwrap stderr: " << want.err);
+  INFO("nsrun stdout: " << got.out << "nsrun stderr: " << got.err);
+  CHECK(got.exit_code == want.exit_code);
+  CHECK(got.out == want.out);
+  return got;
 }
 
 }  // namespace nsrun_test

@@ -540,6 +540,52 @@ TEST_CASE("bwrap: root starts from its own effective capabilities", "[bwrap][man
   REQUIRE(dropped);
   CHECK(dropped->policy.cap_add.size() == static_cast<std::size_t>(CAP_LAST_CAP));
   CHECK(parse_capabilities(dropped->policy.cap_add));
+
+  // Only with neither option does bwrap leave root's inheritable and
+  // ambient sets alone (it never calls capset then).
+  CHECK_FALSE(all->policy.cap_grant_inheritable);
+  CHECK(dropped->policy.cap_grant_inheritable);
+  auto added = parse({"--cap-add", "CAP_KILL", "true"}, ctx);
+  REQUIRE(added);
+  CHECK(added->policy.cap_grant_inheritable);
+  auto user = parse({"--cap-add", "CAP_KILL", "true"});
+  REQUIRE(user);
+  CHECK(user->policy.cap_grant_inheritable);
+}
+
+TEST_CASE("bwrap: the fds handed over reach the command, less those the options use up", "[bwrap][fds]") {
+  using namespace std::string_literals;
+  BwrapContext ctx = context(1000, {{3, ""}, {4, ""}, {5, "--dir\0/a\0"s}, {6, "data"}, {7, ""}, {8, ""}, {9, ""},
+                                    {10, ""}, {11, ""}, {12, ""}, {13, ""}, {14, ""}, {15, ""}});
+  ctx.inherited_fds = {1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 20};
+  auto r = parse({"--args", "5", "--file", "6", "/f", "--info-fd", "7", "--json-status-fd", "8", "--block-fd", "9",
+                  "--sync-fd", "10", "--add-seccomp-fd", "11", "--ro-bind-fd", "12", "/r", "--unshare-user",
+                  "--userns-block-fd", "13", "true"},
+                 ctx);
+  REQUIRE(r);
+  // 3, 4, 14, 15 and 20 were only handed over; fds 0-2 are the command's anyway.
+  CHECK(r->policy.pass_fds == std::vector<int>{3, 4, 14, 15, 20});
+
+  // --sync-fd stays open in the command with --as-pid-1, as in bwrap.
+  auto pid1 = parse({"--unshare-pid", "--as-pid-1", "--sync-fd", "10", "true"}, ctx);
+  REQUIRE(pid1);
+  CHECK(std::find(pid1->policy.pass_fds.begin(), pid1->policy.pass_fds.end(), 10) != pid1->policy.pass_fds.end());
+  auto no_pid1 = parse({"--unshare-pid", "--sync-fd", "10", "true"}, ctx);
+  REQUIRE(no_pid1);
+  CHECK(std::find(no_pid1->policy.pass_fds.begin(), no_pid1->policy.pass_fds.end(), 10) ==
+        no_pid1->policy.pass_fds.end());
+}
+
+TEST_CASE("bwrap: an fd --args or --add-seccomp-fd has read is closed for the options after it", "[bwrap][fds]") {
+  using namespace std::string_literals;
+  BwrapContext ctx = context(1000, {{5, "--dir\0/a\0"s}, {8, std::string(8, '\0')}});
+  CHECK(error_of({"--add-seccomp-fd", "8", "--add-seccomp-fd", "8", "true"}, ctx) ==
+        "Can't read seccomp data: Bad file descriptor");
+  CHECK(error_of({"--args", "5", "--seccomp", "5", "true"}, ctx) == "Can't read seccomp data: Bad file descriptor");
+  CHECK(error_of({"--add-seccomp-fd", "8", "--args", "8", "true"}, ctx) == "Can't read --args data: Bad file descriptor");
+  // --seccomp is read only once every option is known: naming it twice is
+  // bwrap's warning, not an error.
+  CHECK(parse({"--seccomp", "8", "--seccomp", "8", "true"}, ctx));
 }
 
 TEST_CASE("bwrap: kernel refusals of a seccomp program and a symlink in bwrap's words", "[bwrap][manual]") {
