@@ -449,8 +449,11 @@ TEST_CASE("validation: with the preset, no policy mount binds over / (it would c
   auto dots = validate(p, true);
   REQUIRE_FALSE(dots);
   CHECK(dots.error().message() == "--ro-bind /var/run/..: a '..' component (name the destination plainly)");
+  // "/..." is a name, not the root: whatever else validate() says of it,
+  // it is not that refusal (and error() of a success is undefined).
   p.mounts = {mount_op(K::ro_bind, "/", "/...")};
-  CHECK_FALSE(validate(p, true).error().message().find("would cover") != std::string::npos);
+  auto named = validate(p, true);
+  CHECK((named || named.error().message().find("would cover") == std::string::npos));
   // bwrap's dialect keeps bwrap's order: the caller's.
   p.preset = false;
   p.mounts = {mount_op(K::bind, "/", "/"), mount_op(K::proc, "", "/proc")};
