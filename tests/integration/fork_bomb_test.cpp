@@ -30,6 +30,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -225,17 +226,35 @@ void wait_for_bomb(Process& p, const OuterLimit& limit) {
 
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
+// One bomb's workspace, marker and outer limit.
+struct Bomb {
+  explicit Bomb(std::string_view tag) : ws(tag), marker(unique_token("bomb")), limit(marker) {}
+  TempDir ws;
+  std::string marker;
+  OuterLimit limit;
+};
+
+// nsrun with the bomb, `sig` sent to nsrun once the bomb has grown; nsrun's
+// result and how long after the signal it ended.
+std::pair<RunResult, Clock::duration> signal_nsrun(const std::vector<std::string>& options, Bomb& b, bool ignore_term,
+                                                   int sig) {
+  Process p(nsrun_argv(options, bomb(b.ws, b.marker, ignore_term)), b.limit.options(b.ws));
+  wait_for_bomb(p, b.limit);
+  const auto start = Clock::now();
+  p.signal(sig);
+  RunResult r = p.wait();
+  return {r, Clock::now() - start};
+}
+
 void timeout_ends_the_bomb(Rung rung) {
   const auto options = rung_options(rung);
-  TempDir ws("bomb-timeout");
-  const std::string marker = unique_token("bomb");
-  OuterLimit limit(marker);
+  Bomb b("bomb-timeout");
   constexpr auto timeout = 10s;
   constexpr auto kill_after = 1s;
   const auto start = Clock::now();
-  Process p(nsrun_argv(options, concat({"--timeout", "10s", "--kill-after", "1s"}, bomb(ws, marker, true))),
-            limit.options(ws));
-  wait_for_bomb(p, limit);
+  Process p(nsrun_argv(options, concat({"--timeout", "10s", "--kill-after", "1s"}, bomb(b.ws, b.marker, true))),
+            b.limit.options(b.ws));
+  wait_for_bomb(p, b.limit);
   RunResult r = p.wait();
   const auto took = Clock::now() - start;
   INFO("nsrun took " << seconds(took) << " s; stderr: " << tail(r.err));
@@ -243,42 +262,29 @@ void timeout_ends_the_bomb(Rung rung) {
   // The bound: the timeout, the kill-after grace, and the margin.
   CHECK(took <= timeout + kill_after + margin);
   // nsrun returns only once the sandbox has ended: nothing to wait for.
-  CHECK(limit.left() == 0);
+  CHECK(b.limit.left() == 0);
 }
 
 void sigterm_ends_the_bomb(Rung rung) {
   const auto options = rung_options(rung);
-  TempDir ws("bomb-term");
-  const std::string marker = unique_token("bomb");
-  OuterLimit limit(marker);
-  Process p(nsrun_argv(options, bomb(ws, marker, false)), limit.options(ws));
-  wait_for_bomb(p, limit);
-  const auto start = Clock::now();
-  p.signal(SIGTERM);
-  RunResult r = p.wait();
-  const auto took = Clock::now() - start;
+  Bomb b("bomb-term");
+  const auto [r, took] = signal_nsrun(options, b, false, SIGTERM);
   INFO("nsrun took " << seconds(took) << " s after SIGTERM; stderr: " << tail(r.err));
   // The command (its shell) died of the SIGTERM nsrun passed on.
   CHECK(r.exit_code == 128 + SIGTERM);
   CHECK(took <= margin);
-  CHECK(limit.left() == 0);
+  CHECK(b.limit.left() == 0);
 }
 
 void sigkill_of_nsrun_ends_the_bomb(Rung rung) {
   const auto options = rung_options(rung);
-  TempDir ws("bomb-kill");
-  const std::string marker = unique_token("bomb");
-  OuterLimit limit(marker);
-  Process p(nsrun_argv(options, bomb(ws, marker, true)), limit.options(ws));
-  wait_for_bomb(p, limit);
-  const auto start = Clock::now();
-  p.signal(SIGKILL);
-  RunResult r = p.wait();
+  Bomb b("bomb-kill");
+  const auto [r, took] = signal_nsrun(options, b, true, SIGKILL);
   CHECK(r.exit_code == 128 + SIGKILL);
   // No one to wait for: the sandbox ends by itself (the supervisor's
   // parent-death signal, PID 1's death).
-  const bool gone = eventually([&] { return limit.left() == 0; }, margin);
-  INFO("left after " << seconds(Clock::now() - start) << " s: " << limit.left());
+  const bool gone = eventually([&] { return b.limit.left() == 0; }, margin);
+  INFO("left " << seconds(took) << " s after the SIGKILL and later: " << b.limit.left());
   CHECK(gone);
 }
 
