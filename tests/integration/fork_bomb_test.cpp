@@ -196,11 +196,12 @@ class OuterLimit {
 // full, and a bomb that waits is one a kill loop catches up with.
 std::vector<std::string> bomb(const TempDir& ws, const std::string& marker, bool ignore_term) {
   REQUIRE(::mkfifo((ws / "hold").c_str(), 0600) == 0);
-  const std::string script = std::string(ignore_term ? "trap '' TERM; " : "") + "exec 2>/dev/null; b(){ b|b & }; b; read x < hold";
+  const std::string script =
+      std::string(ignore_term ? "trap '' TERM; " : "") + "exec 2>/dev/null; b(){ b|b & }; b; read x < hold";
   return {"--", "/bin/sh", "-c", script, marker};
 }
 
-// The end of a stderr the bomb filled with "Cannot fork" lines.
+// The end of nsrun's stderr, for a failure's message.
 std::string tail(const std::string& s) { return s.size() <= 600 ? s : "..." + s.substr(s.size() - 600); }
 
 std::vector<std::string> nsrun_argv(const std::vector<std::string>& options, const std::vector<std::string>& rest) {
