@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -89,6 +91,32 @@ Result<void> add_path_rule(int ruleset_fd, const PathRule& rule) {
 
 Result<void> restrict_self(int ruleset_fd) {
   if (::syscall(SYS_landlock_restrict_self, ruleset_fd, 0) != 0) return fail(sys_error(Operation::landlock_restrict));
+  return {};
+}
+
+Result<void> enter_signal_scope(pid_t outside) {
+  auto abi = kernel_abi();
+  if (!abi) return fail(abi.error());
+  if ((scopes(*abi) & scope::signal) == 0)
+    return fail(sys_error(Operation::landlock_restrict, "signal scope", ENOTSUP,
+                          "the kernel's Landlock ABI has no signal scope (6 needed)"));
+  RulesetAttr attr;
+  attr.scoped = scope::signal;
+  Fd ruleset(create_ruleset(&attr, sizeof attr, 0));
+  if (!ruleset) return fail(sys_error(Operation::landlock_create, "signal scope"));
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return fail(sys_error(Operation::no_new_privs, "supervisor"));
+  // The supervisor's kill(-1) is refused for every host process: one audit
+  // record each (ABI 7 logs denials) would flood the log. The supervisor
+  // never execs, so "same exec" is all of its life.
+  const uint32_t flags = *abi >= 7 ? restrict_flags::log_same_exec_off : 0;
+  if (::syscall(SYS_landlock_restrict_self, ruleset.get(), flags) != 0)
+    return fail(sys_error(Operation::landlock_restrict, "signal scope"));
+  // The one check that matters before a kill(-1): nsrun, outside the
+  // domain, can no longer be signalled. A scope not in force answers 0.
+  const int err = ::kill(outside, 0) == 0 ? 0 : errno;
+  if (err != EPERM)
+    return fail(sys_error(Operation::landlock_restrict, "signal scope", err,
+                          "a process outside the domain can still be signalled"));
   return {};
 }
 

@@ -36,4 +36,17 @@ Result<void> add_path_rule(int ruleset_fd, const PathRule& rule);
 // CAP_SYS_ADMIN) first.
 Result<void> restrict_self(int ruleset_fd);
 
+// The Landlock rung's supervisor enters a domain of its own that handles
+// only the signal scope (ABI 6), before it starts the command, whose
+// domain is then nested in it. From inside, signals and ptrace reach only
+// this domain and the ones nested in it: the supervisor's kill(-1) reaches
+// every process of the sandbox and nothing else, and no process of the
+// sandbox can signal or ptrace the supervisor (the command's domain is a
+// child of its, not an ancestor). Sets no_new_privs (the supervisor never
+// execs). Checked, not assumed: afterwards a signal 0 to `outside` (nsrun,
+// outside the domain and of the same uid) must fail with EPERM; any other
+// answer is an error, and the caller must then never use kill(-1).
+// ENOTSUP when the kernel's ABI is below 6.
+Result<void> enter_signal_scope(pid_t outside);
+
 }  // namespace nsrun::landlock

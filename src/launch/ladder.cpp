@@ -321,6 +321,7 @@ int probe_rungs(const Policy& given, bool json_out) {
     n.set("usable", ns.reason.empty());
     n.set("reason", ns.reason.empty() ? Value() : Value(ns.reason));
     n.set("detail", ns.detail);
+    n.set("ends_sandbox", "pid-namespace");
     rungs.push_back(std::move(n));
     Value l = Value::object();
     l.set("name", "landlock");
@@ -328,6 +329,9 @@ int probe_rungs(const Policy& given, bool json_out) {
     l.set("reason", ll.reason.empty() ? Value() : Value(ll.reason));
     l.set("detail", ll.detail);
     l.set("abi", ll.abi);
+    // How the rung ends every process of the sandbox (at a --timeout, when
+    // the command exits, when nsrun dies).
+    l.set("ends_sandbox", ll.abi == 0 ? Value() : Value(ll.signal_scope ? "signal-scope" : "one-by-one"));
     l.set("enforcement", ll.reason.empty() ? landlock::name(ll.ruleset.enforcement) : std::string_view());
     Value dropped = Value::array();
     for (const auto& d : ll.ruleset.dropped) dropped.push_back(d);
@@ -354,6 +358,13 @@ int probe_rungs(const Policy& given, bool json_out) {
                  dropped.empty() ? "" : "; not enforced: " + dropped,
                  refused.empty() ? "" : "; refused everywhere, writable roots too: " + refused);
     }
+    if (ll.abi > 0)
+      fmt::print("landlock: ends the sandbox {}\n",
+                 ll.signal_scope
+                     ? "at once: kill(-1) from the supervisor's Landlock signal scope (ABI 6), which holds only the "
+                       "sandbox"
+                     : "one process at a time (no Landlock signal scope below ABI 6): a fork bomb can outlive "
+                       "--timeout and nsrun; --timeout is refused unless --limits best-effort");
     fmt::print("selected: {} (--backend {})\n", selected, name(policy.backend));
   }
   return selected == "none" ? 1 : 0;

@@ -20,6 +20,7 @@
 
 #include <fmt/format.h>
 
+#include "landlock/abi.hpp"
 #include "landlock/kernel.hpp"
 #include "launch/home_fallback.hpp"
 #include "net/connector.hpp"
@@ -104,7 +105,9 @@ std::vector<std::pair<pid_t, pid_t>> process_links() {
 
 // Without a PID namespace nothing ends the command's background processes
 // for us: nsrun is their subreaper, so every one of them is, or becomes, our
-// child. Kill and reap until none is left.
+// child. Kill and reap until none is left. One by one: a command that forks
+// faster than this loop kills (a fork bomb) can keep it going (nsrun's own
+// last line, and the supervisor's without a signal scope).
 void end_leftovers() {
   const pid_t self = ::getpid();
   while (true) {
@@ -117,6 +120,35 @@ void end_leftovers() {
       if (parent == self) ::kill(pid, SIGKILL);
     if (::waitpid(-1, &status, 0) < 0 && errno == ECHILD) return;
   }
+}
+
+// Set once the supervisor is in its signal scope (landlock::
+// enter_signal_scope()): from then on, and only then, kill(-1) reaches
+// the sandbox's processes and nothing else.
+bool in_signal_scope = false;
+
+// The supervisor in its signal scope: kill(-1, SIGKILL) ends every process
+// of the sandbox in one call, however fast it forks. The kernel sends it
+// while walking the task list under tasklist_lock, which fork takes to add
+// a child: a fork either finished before (the child is on the list and
+// killed) or sees the fatal signal pending and is undone. Every process of
+// the sandbox descends from us, its subreaper, so they all end up reaped
+// here; the kill is repeated whenever there is nothing left to reap yet.
+void end_scope() {
+  while (true) {
+    ::kill(-1, SIGKILL);
+    int status = 0;
+    pid_t reaped;
+    while ((reaped = ::waitpid(-1, &status, WNOHANG)) > 0) {
+    }
+    if (reaped < 0 && errno == ECHILD) return;
+    if (::waitpid(-1, &status, 0) < 0 && errno == ECHILD) return;
+  }
+}
+
+void end_everything() {
+  if (in_signal_scope) end_scope();
+  else end_leftovers();
 }
 
 void set_env(std::vector<std::string>& env, std::string_view name, std::string_view value) {
@@ -149,17 +181,26 @@ void remove_reported_tmpdir(int name_in) {
 }
 
 // nsrun's timer asks the supervisor to end the sandbox: without a PID
-// namespace "every process of the sandbox" is every descendant of the
-// supervisor (it is their subreaper, so a daemonised one is still below
-// it), found by walking /proc's parent links from here.
-void terminate_descendants() {
+// namespace "every process of the sandbox" is every process of the
+// supervisor's signal scope (kill(-1) from inside it), or without one,
+// every descendant of the supervisor (it is their subreaper, so a
+// daemonised one is still below it), found by walking /proc's parent links
+// from here. nsrun asks twice: SIGTERM first, SIGKILL at the kill-after
+// (the wait for the command then ends, and end_everything() reaps).
+void end_sandbox() {
+  static int asked = 0;
+  const int sig = ++asked == 1 ? SIGTERM : SIGKILL;
+  if (in_signal_scope) {
+    ::kill(-1, sig);
+    return;
+  }
   const pid_t self = ::getpid();
   const auto links = process_links();
   std::vector<pid_t> below{self};
   for (std::size_t i = 0; i < below.size(); ++i)
     for (const auto& [pid, parent] : links)
       if (parent == below[i] && std::find(below.begin(), below.end(), pid) == below.end()) below.push_back(pid);
-  for (std::size_t i = 1; i < below.size(); ++i) ::kill(below[i], SIGTERM);
+  for (std::size_t i = 1; i < below.size(); ++i) ::kill(below[i], sig);
 }
 
 // The supervisor's parent-death signal: a real-time one, outside the set
@@ -172,10 +213,11 @@ int parent_death_signal() { return SIGRTMIN + 2; }
 // the run outlives nsrun however nsrun ends, SIGKILL included: it is the
 // subreaper of every descendant of the command (a double-forked daemon in
 // a new session too), gets a signal when nsrun dies, and then, or when the
-// command exits, kills and reaps every descendant and removes the private
-// TMPDIR. nsrun keeps the channel and the exit status: the supervisor
-// exits with the command's status (code, or 128+N), which nsrun reads as
-// its own child's. nsrun stays a subreaper as well, for a supervisor that
+// command exits, kills and reaps every descendant (all at once from its
+// signal scope, kernel ABI 6: end_scope()) and removes the private TMPDIR.
+// nsrun keeps the channel and the exit status: the supervisor exits with
+// the command's status (code, or 128+N), which nsrun reads as its own
+// child's. nsrun stays a subreaper as well, for a supervisor that
 // is itself killed.
 //
 // The supervisor makes the private TMPDIR itself, once it is armed, so a
@@ -190,7 +232,8 @@ int parent_death_signal() { return SIGRTMIN + 2; }
 // or died) and the command never starts: the supervisor removes its
 // TMPDIR and exits.
 [[noreturn]] void supervisor(pid_t nsrun_pid, int channel, int tmpdir_out, int ruleset_complete, Prepared& p,
-                             const sigset_t& original_mask, const CommandSetup& setup, const Ruleset& ruleset) {
+                             const sigset_t& original_mask, const CommandSetup& setup, const Ruleset& ruleset,
+                             bool signal_scope) {
   // Orphans of the command come to us, so none outlives the run.
   ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
   const int death = parent_death_signal();
@@ -246,6 +289,15 @@ int parent_death_signal() { return SIGRTMIN + 2; }
     ::_exit(125);
   }
   set_env(p.env, "TMPDIR", tmpdir);
+  // Last before the command: the command's domain is nested in this one.
+  if (signal_scope) {
+    if (auto r = enter_signal_scope(nsrun_pid); !r) {
+      send_error(channel, r.error());
+      remove_tree(tmpdir);
+      ::_exit(125);
+    }
+    in_signal_scope = true;
+  }
   p.timeline.mark("supervisor");
   const pid_t command = spawn_command(channel, p, original_mask, setup);
   if (command < 0) {
@@ -263,10 +315,10 @@ int parent_death_signal() { return SIGRTMIN + 2; }
     ::close_range(3, ~0U, 0);
   }
   int raw = 0;
-  const int code = wait_command(command, WaitOptions{death, terminate_descendants}, &raw);
+  const int code = wait_command(command, WaitOptions{death, end_sandbox}, &raw);
   if (code >= 0) send_final_status(p.words_fd, raw, -1);
   // The command exited (its descendants may live on) or nsrun died.
-  end_leftovers();
+  end_everything();
   remove_tree(tmpdir);
   ::_exit(code < 0 ? 125 : code);
 }
@@ -378,6 +430,7 @@ Readiness assess(const Policy& policy, const ProtectWatch* scanned) {
     return r;
   }
   r.abi = *abi;
+  r.signal_scope = (scopes(*abi) & scope::signal) != 0;
   // A copy-on-write workspace needs an overlay, which this rung has not;
   // writing the real workspace instead would break the promise.
   if (policy.workspace_mode == WorkspaceMode::cow && policy.mode == Mode::workspace_write) {
@@ -553,7 +606,7 @@ LaunchOutcome run(Prepared& p, Readiness ready) {
     complete->parent.reset();
     if (words) words->parent.reset();
     supervisor(nsrun_pid, channel->child.get(), name_out.get(), complete->child.get(), p, original_mask, setup,
-               ready.ruleset);
+               ready.ruleset, ready.signal_scope);
   }
   channel->child.reset();
   name_out.reset();
@@ -598,6 +651,7 @@ LaunchOutcome run(Prepared& p, Readiness ready) {
     proxy = std::move(*started);
     connector->on_decision([e = proxy.get()](egress::Decision d) { e->record(std::move(d)); });
   }
+  p.child_is_supervisor = true;
   out = supervise(child, channel->parent.get(), p, original_mask, "the supervisor", proxy.get());
   if (proxy) p.egress_decisions = proxy->stop();
   // The supervisor has ended the command's processes and removed the

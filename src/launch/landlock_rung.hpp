@@ -26,6 +26,10 @@ namespace nsrun::landlock {
 // Policy.
 struct Readiness {
   int abi = 0;          // 0: Landlock missing
+  // The supervisor ends the sandbox from a Landlock signal scope (ABI 6):
+  // kill(-1) reaches all of it at once. Without, one process at a time,
+  // which a fork bomb outruns.
+  bool signal_scope = false;
   std::string reason;   // stable code when unusable: landlock-missing, landlock-cannot-express, failed
   std::string detail;   // the error or the item behind the reason
   Ruleset ruleset;      // valid when reason is empty (tmpdir rule not yet added)

@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "landlock/abi.hpp"
 #include "landlock/kernel.hpp"
 #include "launch/ladder.hpp"
 #include "launch/protect_watch.hpp"
@@ -614,6 +615,7 @@ LaunchOutcome supervise(pid_t child, int channel, Prepared& p, const sigset_t& o
   WatchSetup watching;
   watching.child = child;
   watching.child_is_command = p.child_is_command;
+  watching.child_is_supervisor = p.child_is_supervisor;
   watching.words_fd = p.words_parent_fd;
   watching.timeout_ms = p.limits.timeout_ms;
   watching.kill_after_ms = p.limits.kill_after_ms;
@@ -728,6 +730,9 @@ LimitFacts limit_facts(const Policy& policy, bool namespaces_rung) {
   const bool wants_cgroup = l.memory || l.pids || l.cpu_millis || l.mode == LimitsMode::require_cgroup;
   if (!namespaces_rung) {
     f.cgroup_why = "the Landlock rung does not make cgroups";
+    // Its supervisor ends the sandbox from a signal scope (landlock_rung.cpp).
+    const auto abi = landlock::kernel_abi();
+    f.ends_all_at_once = abi && (landlock::scopes(*abi) & landlock::scope::signal) != 0;
   } else if (wants_cgroup) {
     // Only asked when a limit could use it: the normal launch reads nothing.
     const CgroupHost host = detect_cgroup_v2();

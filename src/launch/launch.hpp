@@ -66,6 +66,7 @@ struct Prepared {
   int words_parent_fd = -1;                // nsrun's end
   int last_pid_fd = -1;                    // PID 1: /proc/sys/kernel/ns_last_pid
   bool child_is_command = false;           // nsrun's child is the command (no PID 1, no supervisor)
+  bool child_is_supervisor = false;        // nsrun's child is the Landlock rung's supervisor
   std::string cgroup_base;                 // the delegated cgroup v2 when limits.use_cgroup
   // ... or, as root on a v1 host, controller -> the caller's v1 cgroup
   std::vector<std::pair<std::string, std::string>> cgroup_v1_dirs;

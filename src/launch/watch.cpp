@@ -73,6 +73,7 @@ Verdict watch(const WatchSetup& s) {
   bool woken = s.wake_fds.empty();
   bool timed_out = false;
   bool killed = false;
+  bool kill_asked = false;
   uint64_t deadline_ns = s.timeout_ms ? start_ns + *s.timeout_ms * 1'000'000 : 0;
   std::optional<int> child_status;
   rusage ru{};
@@ -128,9 +129,17 @@ Verdict watch(const WatchSetup& s) {
         timed_out = true;
         ::kill(s.child, s.child_is_command ? SIGTERM : end_sandbox_signal());
         deadline_ns = Timeline::now_ns() + s.kill_after_ms * 1'000'000;
+      } else if (s.child_is_supervisor && !kill_asked) {
+        // The supervisor SIGKILLs the sandbox itself (landlock_rung.cpp):
+        // killing it instead would hand a fork bomb to nsrun's one-by-one
+        // end_leftovers().
+        kill_asked = true;
+        ::kill(s.child, end_sandbox_signal());
+        deadline_ns = Timeline::now_ns() + supervisor_grace_ms * 1'000'000;
       } else if (!killed) {
-        // PID 1's death ends its PID namespace; the supervisor's death
-        // hands what is left to nsrun, which ends it (landlock_rung.cpp).
+        // PID 1's death ends its PID namespace; a supervisor that did not
+        // end in its grace hands what is left to nsrun, which ends it
+        // (landlock_rung.cpp).
         killed = true;
         ::kill(s.child, SIGKILL);
         deadline_ns = 0;

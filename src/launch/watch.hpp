@@ -53,6 +53,12 @@ struct Verdict {
 struct WatchSetup {
   pid_t child = -1;
   bool child_is_command = false;     // no PID 1 / supervisor in between
+  // The Landlock rung's supervisor: at the kill-after it is asked again
+  // (end_sandbox_signal()) and SIGKILLs every process of the sandbox
+  // itself, which it can do at once from its signal scope. It is SIGKILLed
+  // only if it has not ended supervisor_grace_ms later: its processes would
+  // then fall to nsrun, which can end them only one by one.
+  bool child_is_supervisor = false;
   int words_fd = -1;                 // nsrun's end of the sandbox's last-words socket, -1: none
   std::optional<uint64_t> timeout_ms;
   uint64_t kill_after_ms = 2000;
@@ -69,7 +75,10 @@ struct WatchSetup {
 // Waits for `child` to end (it was started with the launch's signals
 // blocked, see block_for_launch()). At the timeout: end_sandbox_signal()
 // to a PID 1 or supervisor (SIGTERM to a command that is PID 1 itself),
-// then SIGKILL `kill_after_ms` later; the exit status is then 124.
+// then SIGKILL `kill_after_ms` later (to PID 1 or the command; the
+// supervisor is asked again, and SIGKILLed only supervisor_grace_ms after
+// that); the exit status is then 124.
+inline constexpr uint64_t supervisor_grace_ms = 5000;
 Verdict watch(const WatchSetup& setup);
 
 // The --verdict line, empty when there is nothing to say (the command

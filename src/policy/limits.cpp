@@ -289,9 +289,19 @@ Result<LimitsPlan> plan_limits(const Limits& l, const LimitFacts& f) {
       decide("cpu", LimitEnforcement::none, "only a cgroup can share out CPU bandwidth, and " + no_cgroup);
     }
   }
-  if (l.timeout_ms)
-    decide("timeout", LimitEnforcement::timer,
-           fmt::format("nsrun's own timer: SIGTERM to the whole sandbox, SIGKILL {} ms later", l.kill_after_ms));
+  if (l.timeout_ms) {
+    std::string detail =
+        fmt::format("nsrun's own timer: SIGTERM to the whole sandbox, SIGKILL {} ms later", l.kill_after_ms);
+    if (!f.ends_all_at_once) {
+      // The timer still runs, but what it ends is only what a kill loop
+      // catches: a strict run refuses, a best-effort one says so.
+      const std::string why = "the Landlock rung without a signal scope (kernel Landlock ABI below 6) ends the "
+                              "sandbox one process at a time, which a fork bomb outruns";
+      unenforced.push_back(fmt::format("timeout ({})", why));
+      detail += "; " + why;
+    }
+    decide("timeout", LimitEnforcement::timer, std::move(detail));
+  }
   if (l.tmpfs_size) {
     plan.tmpfs_size = l.tmpfs_size;
     if (f.namespaces_rung)

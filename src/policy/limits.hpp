@@ -88,6 +88,11 @@ struct LimitFacts {
   bool cgroup_pids = false;
   bool cgroup_cpu = false;
   std::string cgroup_why;        // why not, when !cgroup
+  // The rung can end every process of the sandbox at once, however fast it
+  // forks: a PID namespace's teardown, or the Landlock rung's supervisor in
+  // a signal scope (Landlock ABI 6). Without, the timeout's end of the
+  // sandbox is one process at a time, which a fork bomb outruns.
+  bool ends_all_at_once = true;
 };
 
 struct LimitDecision {

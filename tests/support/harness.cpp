@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -193,6 +194,9 @@ Process::Process(const std::vector<std::string>& argv, const RunOptions& opts)
     REQUIRE(in[0] >= 0);
   }
   const char* cwd = opts.cwd.empty() ? nullptr : opts.cwd.c_str();
+  std::vector<std::string> cgroup_procs;
+  for (const auto& dir : opts.cgroups) cgroup_procs.push_back(dir + "/cgroup.procs");
+  const std::optional<unsigned long> nproc = opts.nproc;
 
   pid_ = fork();
   REQUIRE(pid_ >= 0);
@@ -206,6 +210,21 @@ Process::Process(const std::vector<std::string>& argv, const RunOptions& opts)
     dup2(out[1], STDOUT_FILENO);
     dup2(err[1], STDERR_FILENO);
     syscall(SYS_close_range, 3U, ~0U, 0U);
+    for (const auto& procs : cgroup_procs) {
+      const int fd = open(procs.c_str(), O_WRONLY | O_CLOEXEC);
+      if (fd < 0 || write(fd, "0", 1) != 1) {
+        dprintf(STDERR_FILENO, "harness: %s: %s\n", procs.c_str(), strerror(errno));
+        _exit(127);
+      }
+      close(fd);
+    }
+    if (nproc) {
+      const rlimit limit{*nproc, *nproc};
+      if (setrlimit(RLIMIT_NPROC, &limit) != 0) {
+        dprintf(STDERR_FILENO, "harness: RLIMIT_NPROC: %s\n", strerror(errno));
+        _exit(127);
+      }
+    }
     if (cwd && chdir(cwd) != 0) {
       dprintf(STDERR_FILENO, "harness: chdir %s: %s\n", cwd, strerror(errno));
       _exit(127);

@@ -43,6 +43,11 @@ struct RunOptions {
   bool clear_env = false;           // start from an empty environment
   std::optional<std::string> stdin_text;  // nullopt: stdin is /dev/null
   Millis timeout = 30s;             // the whole run; on expiry the group is killed and the test FAILs
+  // An outer limit for resource attacks, set up in the child before exec:
+  // the cgroup directories it moves itself into (writing "0" to each
+  // cgroup.procs), and an RLIMIT_NPROC. A failure exits 127 before exec.
+  std::vector<std::string> cgroups;
+  std::optional<unsigned long> nproc;
 };
 
 struct RunResult {

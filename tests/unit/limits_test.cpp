@@ -108,6 +108,24 @@ TEST_CASE("each limit gets the strongest mechanism the host offers, and none is 
     CHECK_FALSE(plan_limits(t, ll).has_value());
     CHECK(decision(plan_limits(t, user).value(), "tmpfs").how == LimitEnforcement::mount);
   }
+  SECTION("a rung that cannot end the sandbox at once refuses --timeout unless best-effort") {
+    Limits t;
+    t.timeout_ms = 5000;
+    LimitFacts ll = user;
+    ll.namespaces_rung = false;
+    ll.new_user_ns = false;
+    CHECK(plan_limits(t, ll).has_value());
+    ll.ends_all_at_once = false;
+    auto strict = plan_limits(t, ll);
+    REQUIRE_FALSE(strict.has_value());
+    CHECK(strict.error().message().find("timeout") != std::string::npos);
+    CHECK(strict.error().message().find("fork bomb") != std::string::npos);
+    t.mode = LimitsMode::best_effort;
+    auto b = plan_limits(t, ll);
+    REQUIRE(b.has_value());
+    CHECK(decision(*b, "timeout").how == LimitEnforcement::timer);
+    CHECK(decision(*b, "timeout").detail.find("one process at a time") != std::string::npos);
+  }
   SECTION("a cgroup with the controllers wins, for the whole sandbox") {
     LimitFacts cg = user;
     cg.kernel_root = true;
