@@ -526,7 +526,7 @@ sys.exit(3)
       CHECK_THAT(r.out, ContainsSubstring("after="));
       CHECK_FALSE(file_exists("/etc/nsrun-atk3-after"));
       // The verdict names the writes, with no control byte of the command's.
-      CHECK_THAT(r.err, ContainsSubstring("outside the workspace"));
+      CHECK_THAT(r.err, ContainsSubstring("outside the writable roots"));
       for (char c : r.err) {
         INFO(static_cast<int>(static_cast<unsigned char>(c)));
         CHECK((c == '\n' || static_cast<unsigned char>(c) >= 0x20));
