@@ -240,6 +240,11 @@ Result<std::string> explain(const Policy& policy) {
   std::string names;
   for (const auto& e : prepared->env) names += fmt::format(" {}", e.substr(0, e.find('=')));
   out += fmt::format("environment:{}\n", names.empty() ? " (empty)" : names);
+  if (wants_offline_environment(policy)) {
+    std::string offline;
+    for (const auto& [key, value] : offline_environment()) offline += fmt::format(" {}={}", key, value);
+    out += fmt::format("offline switches (--network none; --no-offline-env leaves them):{}\n", offline);
+  }
   out += hard_link_warnings(policy);
   if (!policy.argv.empty()) {
     out += fmt::format("command: {}\n", fmt::join(policy.argv, " "));

@@ -149,6 +149,10 @@ struct Policy {
   std::vector<int> seccomp_fds;        // extra compiled BPF programs (bwrap --seccomp)
   std::vector<std::string> cap_add;    // capabilities kept inside (bwrap --cap-add)
 
+  // --network none: the common package managers' offline switches in the
+  // command's environment, so they fail at once instead of after their
+  // retries (offline_environment()); --no-offline-env leaves them.
+  bool offline_env = true;
   bool clearenv = false;
   std::vector<EnvOp> env;
 
