@@ -903,9 +903,6 @@ int run(const Policy& policy, const ErrorReporter& report_error, SetupDeath setu
   auto prepared = prepare(layers->policy());
   if (!prepared) return finish(prepared.error().exit_code(), prepared.error());
   prepared->setup_death_as_status = setup_death == SetupDeath::as_status;
-  for (const auto& d : prepared->limits.decisions)
-    if (d.limit == "memory" && d.how == LimitEnforcement::rlimit)
-      fmt::print(stderr, "nsrun: --limit-memory: {}\n", d.detail);
   report.proc = prepared->plan.proc;
   if (policy.mode == Mode::full_access) {
     report.rung = "unconfined";
@@ -931,6 +928,11 @@ int run(const Policy& policy, const ErrorReporter& report_error, SetupDeath setu
   report.seccomp_filter = !prepared->seccomp.empty();
   report_protected(protect_watch, policy, report);
   if (prepared->egress) report.network = std::move(prepared->egress_decisions);
+  // The rung that ran decided how each limit was kept: a best-effort
+  // RLIMIT_AS standing in for the memory limit is said whatever the end.
+  for (const auto& d : report.verdict.limits)
+    if (d.limit == "memory" && d.how == LimitEnforcement::rlimit)
+      fmt::print(stderr, "nsrun: --limit-memory: {}\n", d.detail);
   if (report.rung == "namespaces" && outcome.exit_code != 0) note_hidden_tmp(policy, prepared->plan);
   RefusalFacts facts = refusal_facts(policy, report.rung == "landlock");
   facts.seccomp_filter = report.seccomp_filter;

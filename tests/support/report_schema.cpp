@@ -36,7 +36,7 @@ void check_schema(const nsrun::json::Value& schema, const nsrun::json::Value& v,
     else
       for (const auto& t : type->as_array()) types.push_back(t.as_string());
     if (std::none_of(types.begin(), types.end(), [&](const std::string& t) { return json_type_is(v, t); })) {
-      errors.push_back(where + ": is " + v.type_name() + ", not " + join(types, "|"));
+      errors.push_back(where + ": is " + std::string(v.type_name()) + ", not " + join(types, "|"));
       return;
     }
   }

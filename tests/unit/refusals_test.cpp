@@ -121,6 +121,7 @@ TEST_CASE("what nsrun cannot see is said, not guessed", "[refusals]") {
                          "paths (--watch-writes shows them); the network is off (--network none)"));
   // Nothing unseen, nothing refused: silence.
   Verdict quiet = failed(2);
+  quiet.denials_observed = true;
   collect_refusals(quiet, facts());
   CHECK(verdict_line(quiet).empty());
 }
