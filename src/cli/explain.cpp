@@ -128,6 +128,8 @@ void explain_namespaces(const Prepared& prepared, std::string& out) {
   for (cap_value_t c : prepared.keep_caps) {
     kept += fmt::format("{}{}", kept.empty() ? "" : " ", capability_name(c));
   }
+  if (prepared.keep_setfcap)
+    kept += fmt::format("{}CAP_SETFCAP (--allow-nested-userns as root: mapping uid 0 needs it)", kept.empty() ? "" : " ");
   out += kept.empty() ? "capabilities: all dropped; no_new_privs\n"
                       : fmt::format("capabilities: all dropped but {}; no_new_privs\n", kept);
   out += fmt::format("seccomp: {}\n", describe_filter(filter_spec(prepared.filter), prepared.seccomp));

@@ -326,6 +326,7 @@ namespace {
   if (p.words_parent_fd >= 0) ::close(p.words_parent_fd);
   // Once for PID 1 and the command: both inherit the emptied sets. Only
   // what this process holds can be kept (bwrap's --cap-add ALL).
+  if (p.keep_setfcap) p.keep_caps.push_back(CAP_SETFCAP);
   p.keep_caps = held_capabilities(p.keep_caps);
   if (auto r = drop_bounding_and_ambient(p.keep_caps); !r) die(channel, r.error());
   p.timeline.mark("bounding");
@@ -696,9 +697,9 @@ Result<Prepared> prepare(const Policy& policy) {
   // capabilities set inside count on the host). Without it `unshare -Ur`
   // and a nested sandbox fail to write their uid_map. Only the native
   // dialect: bwrap drops it unless --cap-add CAP_SETFCAP says so.
-  if (policy.allow_nested_userns && policy.preset && ::geteuid() == 0 && policy.ns.user && !policy.userns_fd &&
-      std::find(p.keep_caps.begin(), p.keep_caps.end(), CAP_SETFCAP) == p.keep_caps.end())
-    p.keep_caps.push_back(CAP_SETFCAP);
+  p.keep_setfcap = policy.allow_nested_userns && policy.preset && ::geteuid() == 0 && policy.ns.user &&
+                   !policy.userns_fd &&
+                   std::find(p.keep_caps.begin(), p.keep_caps.end(), CAP_SETFCAP) == p.keep_caps.end();
   auto filter = compile_filter(policy);
   if (!filter) return fail(filter.error());
   p.filter = filter_key(policy, FilterRung::namespaces);

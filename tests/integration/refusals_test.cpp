@@ -3,6 +3,7 @@
 // refusal the sandbox makes, as root and as an unprivileged user. The
 // report is checked against docs/report.schema.json every time; what nsrun
 // cannot see is said as unseen, never guessed.
+#include "cow_support.hpp"
 #include "egress_world.hpp"
 #include "harness.hpp"
 #include "report_schema.hpp"
@@ -290,4 +291,59 @@ TEST_CASE("--allow-nested-userns: a user namespace inside works, as root too", "
     RunResult none = nsrun_test::nsrun({"--seccomp", "none", "--", "unshare", "-Ur", "true"}, at(ws));
     if (kernel_root()) CHECK(none.exit_code != 0);  // no CAP_SETFCAP without the option
   }
+}
+
+namespace {
+
+// The paths of one list of a changes / commit JSON.
+std::vector<std::string> paths_in(const nsrun::json::Value& doc, std::string_view key) {
+  std::vector<std::string> out;
+  const nsrun::json::Value* list = doc.find(key);
+  if (list == nullptr || !list->is_array()) return {"<no " + std::string(key) + ">"};
+  for (const auto& c : list->as_array()) out.push_back(str(c.find("path")));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the review loop for machines: changes --json, commit --json and its exit codes", "[refusals][review][cow]") {
+  require_userns();
+  using namespace nsrun_test::cow;
+  TempDir ws("review-ws"), state("review-state"), home("review-home");
+  write_file(ws / "shared.txt", "host v1\n");
+  const auto env = layer_env(state, home.path());
+  wait_for_next_tick(ws / "shared.txt");
+  const std::string id = cow_run(ws, env, "echo fine > ok.txt && echo evil > .envrc && echo sandbox > shared.txt");
+  write_file(ws / "shared.txt", "host v2\n");
+
+  RunResult changes = nsrun_test::nsrun({"changes", id, "--json"}, in(ws, env));
+  INFO(changes.out << changes.err);
+  CHECK(changes.exit_code == 0);
+  auto listed = nsrun::json::parse(changes.out);
+  REQUIRE(listed);
+  CHECK(str(listed->find("run_id")) == id);
+  CHECK(paths_in(*listed, "changes") == std::vector<std::string>{".envrc", "ok.txt", "shared.txt"});
+
+  // Protected and a conflict at once: the protected code, the higher one.
+  RunResult commit = nsrun_test::nsrun({"commit", id, "--json"}, in(ws, env));
+  INFO(commit.out << commit.err);
+  CHECK(commit.exit_code == 4);
+  auto done = nsrun::json::parse(commit.out);
+  REQUIRE(done);
+  CHECK(paths_in(*done, "applied") == std::vector<std::string>{"ok.txt"});
+  CHECK(paths_in(*done, "protected") == std::vector<std::string>{".envrc"});
+  CHECK(paths_in(*done, "conflicts") == std::vector<std::string>{"shared.txt"});
+  CHECK(paths_in(*done, "failed").empty());
+  CHECK(read_file(ws / "ok.txt") == "fine\n");
+  CHECK_FALSE(file_exists(ws / ".envrc"));
+
+  // Only the conflict left in what is asked for: its own code.
+  RunResult conflict = nsrun_test::nsrun({"commit", id, "shared.txt"}, in(ws, env));
+  CHECK(conflict.exit_code == 3);
+  CHECK(read_file(ws / "shared.txt") == "host v2\n");
+  RunResult forced = nsrun_test::nsrun({"commit", id, "shared.txt", "--force", "--json"}, in(ws, env));
+  CHECK(forced.exit_code == 0);
+  CHECK(read_file(ws / "shared.txt") == "sandbox\n");
+  CHECK(nsrun_test::nsrun({"changes", id, "--json", "--patch"}, in(ws, env)).exit_code == 125);
+  CHECK(nsrun_test::nsrun({"discard", id}, in(ws, env)).exit_code == 0);
 }
