@@ -68,10 +68,7 @@ void seccomp_named(Rung rung) {
   auto found = refusals_of(r.report, "seccomp");
   REQUIRE(found.size() == 1);
   CHECK(str(found[0]->find("what")) == "keyctl");
-  // Success says nothing, refusal or not.
-  RunResult ok = nsrun_test::nsrun(concat(rung_options(rung), {"--verdict", "--", "sh", "-c", p + " sys keyctl; exit 0"}), at(ws));
-  CHECK(ok.exit_code == 0);
-  CHECK(ok.err.empty());
+  // (That a success says nothing: limits_test's [verdict].)
 }
 
 void timeout_said(Rung rung) {
