@@ -285,10 +285,9 @@ std::span<const OptionSpec> option_table() {
        .set = add_mount(K::hide)},
       {.native = {"--tmpfs", "DIR", "an empty private tmpfs on DIR"}, .arity = 1, .set = add_mount(K::tmpfs)},
       {.native = {"--tmp", "WHERE",
-                  "/tmp inside: private (default, an empty tmpfs), host (the host's /tmp, writable: --writable /tmp) "
-                  "or DIR (DIR bound read-write on /tmp)"},
+                  "/tmp inside: private (default, empty), host (--writable /tmp) or DIR (bound on /tmp)"},
        .arity = 1, .set = set_tmp},
-      {.native = {"--chdir", "DIR", "working directory inside (default: the current one, else /)"}, .json = "chdir",
+      {.native = {"--chdir", "DIR", "working directory inside (default: the current one; refused when not visible inside)"}, .json = "chdir",
        .arity = 1, .set = set_string(&Policy::chdir)},
       {.native = {"--setenv", "NAME VALUE", "set a variable"}, .bwrap = {"--setenv", "VAR VALUE", "Set VAR to VALUE"},
        .arity = 2, .set = add_env(EnvOp::Kind::set)},
@@ -451,7 +450,7 @@ std::span<const OptionSpec> option_table() {
          c.policy.limits.mode = *m;
          return {};
        }},
-      {.native = {"--verdict", "", "one stderr line when the command failed after the sandbox refused something"},
+      {.native = {"--verdict", "", "after a failure, one stderr line: what the sandbox refused, or could not see"},
        .json = "verdict", .set = set_value(&Policy::verdict, true)},
       {.native = {"--watch-writes", "", "list write attempts outside the writable roots in the report and the verdict "
                                         "(observed, never decided on; a round trip per write call)"},
