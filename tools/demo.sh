@@ -9,7 +9,20 @@ set -euo pipefail
 
 root=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd -P)
 bash "$root/tools/install-deps.sh"
-bash "$root/tools/build.sh" >/dev/null
+# The build's output only when it fails: then the compiler's own messages
+# (ninja prints each failed step's output after its "FAILED:" line).
+log=$(mktemp)
+if ! bash "$root/tools/build.sh" >"$log" 2>&1; then
+    if grep -q '^FAILED:' "$log"; then
+        sed -n '/^FAILED:/,$p' "$log" | head -n 60 >&2
+    else
+        tail -n 40 "$log" >&2
+    fi
+    rm -f "$log"
+    printf 'demo: the build failed (above); full log: bash tools/build.sh\n' >&2
+    exit 1
+fi
+rm -f "$log"
 
 if (($#)); then
     exec "$root/build/nsrun" -- "$@"

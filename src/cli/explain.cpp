@@ -128,6 +128,8 @@ void explain_namespaces(const Prepared& prepared, std::string& out) {
   for (cap_value_t c : prepared.keep_caps) {
     kept += fmt::format("{}{}", kept.empty() ? "" : " ", capability_name(c));
   }
+  if (prepared.keep_setfcap)
+    kept += fmt::format("{}CAP_SETFCAP (--allow-nested-userns as root: mapping uid 0 needs it)", kept.empty() ? "" : " ");
   out += kept.empty() ? "capabilities: all dropped; no_new_privs\n"
                       : fmt::format("capabilities: all dropped but {}; no_new_privs\n", kept);
   out += fmt::format("seccomp: {}\n", describe_filter(filter_spec(prepared.filter), prepared.seccomp));
@@ -240,6 +242,11 @@ Result<std::string> explain(const Policy& policy) {
   std::string names;
   for (const auto& e : prepared->env) names += fmt::format(" {}", e.substr(0, e.find('=')));
   out += fmt::format("environment:{}\n", names.empty() ? " (empty)" : names);
+  if (wants_offline_environment(policy)) {
+    std::string offline;
+    for (const auto& [key, value] : offline_environment()) offline += fmt::format(" {}={}", key, value);
+    out += fmt::format("offline switches (--network none; --no-offline-env leaves them):{}\n", offline);
+  }
   out += hard_link_warnings(policy);
   if (!policy.argv.empty()) {
     out += fmt::format("command: {}\n", fmt::join(policy.argv, " "));

@@ -16,6 +16,7 @@
 #include "layers/session.hpp"
 #include "policy/protect.hpp"
 #include "policy/cow.hpp"
+#include "policy/json.hpp"
 #include "sys/syscalls.hpp"
 
 namespace nsrun {
@@ -30,13 +31,44 @@ int report(const Error& e) {
 int usage(std::string_view what, std::string_view why) { return report(usage_error(what, why)); }
 
 constexpr std::string_view help_text =
-    "usage: nsrun changes ID [--patch] [--cow-dir DIR]   what run ID changed in its workspace\n"
-    "       nsrun commit ID [PATH...] [--force] [--cow-dir DIR]\n"
-    "                                       apply run ID's changes (conflicts refused unless --force)\n"
+    "usage: nsrun changes ID [--patch|--json] [--cow-dir DIR]   what run ID changed in its workspace\n"
+    "       nsrun commit ID [PATH...] [--force] [--json] [--cow-dir DIR]\n"
+    "                                       apply run ID's changes (conflicts refused unless --force);\n"
+    "                                       exit 3 conflicts, 4 protected, 5 failed (the highest that applies)\n"
     "       nsrun discard ID [--cow-dir DIR]  drop run ID's layer\n"
     "       nsrun home list                   the home layers\n"
     "       nsrun home diff [NAME]            what a home layer holds (default: this workspace's)\n"
     "       nsrun home reset [NAME]           drop a home layer (default: this workspace's)\n";
+
+// commit's exit status, for a caller that branches on it without parsing:
+// the worst of what was left undone.
+constexpr int exit_conflicts = 3;
+constexpr int exit_protected = 4;
+constexpr int exit_failed = 5;
+
+std::string_view kind_name(layers::Change::Kind k) {
+  switch (k) {
+    case layers::Change::Kind::added: return "added";
+    case layers::Change::Kind::modified: return "modified";
+    case layers::Change::Kind::deleted: return "deleted";
+    case layers::Change::Kind::replaced: return "replaced";
+  }
+  return "added";
+}
+
+json::Value change_json(const layers::Change& c) {
+  json::Value v = json::Value::object();
+  v.set("kind", kind_name(c.kind));
+  v.set("path", c.path);
+  v.set("dir", c.dir);
+  return v;
+}
+
+json::Value changes_json(const std::vector<layers::Change>& changes) {
+  json::Value list = json::Value::array();
+  for (const auto& c : changes) list.push_back(change_json(c));
+  return list;
+}
 
 // A directory the caller names (a workspace, a home), opened through no
 // symlink.
@@ -129,12 +161,13 @@ Result<RunLayer> open_run(const std::string& id, const std::string& cow_dir) {
 
 int run_commands(std::string_view verb, std::span<const std::string> args) {
   std::string id, cow_dir;
-  bool patch = false, force = false;
+  bool patch = false, force = false, as_json = false;
   std::vector<std::string> paths;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--patch" && verb == "changes") patch = true;
     else if (a == "--force" && verb == "commit") force = true;
+    else if (a == "--json" && verb != "discard") as_json = true;
     else if (a == "--cow-dir") {
       if (i + 1 >= args.size()) return usage("--cow-dir", "needs a value: DIR");
       cow_dir = args[++i];
@@ -151,6 +184,7 @@ int run_commands(std::string_view verb, std::span<const std::string> args) {
     }
   }
   if (id.empty()) return usage(std::string(verb), "needs a run id (printed on stderr when the run started)");
+  if (patch && as_json) return usage("--json", "not with --patch");
   if (!cow_dir.empty() && !cow_dir.starts_with('/')) return usage("--cow-dir", "not an absolute path");
 
   if (verb == "discard") {
@@ -176,6 +210,13 @@ int run_commands(std::string_view verb, std::span<const std::string> args) {
   if (verb == "changes") {
     auto changes = layers::collect(run->upper.get(), run->workspace.get());
     if (!changes) return report(changes.error());
+    if (as_json) {
+      json::Value out = json::Value::object();
+      out.set("run_id", id);
+      out.set("changes", changes_json(*changes));
+      fmt::print("{}\n", json::dump(out, false));
+      return 0;
+    }
     if (!patch) {
       fmt::print("{}", layers::list(*changes));
       return 0;
@@ -217,7 +258,23 @@ int run_commands(std::string_view verb, std::span<const std::string> args) {
   options.move = run->info.pid_namespace && layers::run_over(run->info.dir, run_locks);
   auto outcome = layers::commit(run->upper.get(), run->workspace.get(), options);
   if (!outcome) return report(outcome.error());
-  fmt::print("{}", layers::list(outcome->applied));
+  if (as_json) {
+    json::Value out = json::Value::object();
+    out.set("run_id", id);
+    out.set("applied", changes_json(outcome->applied));
+    out.set("conflicts", changes_json(outcome->conflicts));
+    out.set("protected", changes_json(outcome->refused));
+    json::Value failed = json::Value::array();
+    for (const auto& [c, e] : outcome->failed) {
+      json::Value item = change_json(c);
+      item.set("error", e.message());
+      failed.push_back(std::move(item));
+    }
+    out.set("failed", std::move(failed));
+    fmt::print("{}\n", json::dump(out, false));
+  } else {
+    fmt::print("{}", layers::list(outcome->applied));
+  }
   for (const auto& c : outcome->refused)
     fmt::print(stderr, "nsrun: protected path {}: not committed\n", printable(c.path));
   for (const auto& c : outcome->conflicts)
@@ -227,7 +284,10 @@ int run_commands(std::string_view verb, std::span<const std::string> args) {
   for (const auto& [c, e] : outcome->failed) fmt::print(stderr, "nsrun: commit {}: {}\n", printable(c.path), e.message());
   fmt::print(stderr, "nsrun: run {}: {} applied, {} conflicts, {} protected, {} failed\n", id, outcome->applied.size(),
              outcome->conflicts.size(), outcome->refused.size(), outcome->failed.size());
-  return outcome->conflicts.empty() && outcome->refused.empty() && outcome->failed.empty() ? 0 : 1;
+  return !outcome->failed.empty()      ? exit_failed
+         : !outcome->refused.empty()   ? exit_protected
+         : !outcome->conflicts.empty() ? exit_conflicts
+                                       : 0;
 }
 
 int home_command(std::span<const std::string> args) {

@@ -161,31 +161,34 @@ Result<Invocation> parse_native(std::span<const std::string> args, const CallerC
 }
 
 std::string native_usage() {
+  // One screen (40 lines at most): the everyday options; every option and
+  // subcommand is in the man page.
+  static constexpr std::string_view common[] = {
+      "--mode",    "--workspace",    "--writable", "--chdir",   "--tmp",          "--network", "--allow-host",
+      "--timeout", "--limit-memory", "--report",   "--verdict", "--watch-writes", "--policy",  "--help",
+  };
   std::string out =
       "usage: nsrun [OPTIONS] [--] COMMAND [ARG]...\n"
-      "       nsrun policy [OPTIONS]              print the resolved Policy as JSON\n"
-      "       nsrun explain [OPTIONS] [-- COMMAND] print the plan; run nothing\n"
-      "       nsrun probe [--json] [OPTIONS]       which rungs this host allows, and why not\n"
-      "       nsrun bench [BENCH-OPTIONS]         measure start-up latency (nsrun bench --help)\n"
-      "       nsrun bwrap [BWRAP-OPTIONS] [--] COMMAND   bubblewrap's command line (also as `bwrap`)\n"
+      "       nsrun explain [OPTIONS] [-- COMMAND]   print the plan; run nothing\n"
+      "       nsrun policy|probe|bench|bwrap|connect ...\n"
+      "       nsrun changes|commit|discard|home RUN  review a copy-on-write run\n"
       "\n"
       "Runs COMMAND in a sandbox: it may read the host's files and write only its\n"
       "workspace (the current directory), the --writable roots and a private /tmp.\n"
       "\n"
-      "options:\n";
-  out += option_help(Dialect::native, "  ", 28);
+      "common options (every option and subcommand: man nsrun, docs/nsrun.1):\n";
+  out += option_help(Dialect::native, "  ", 22, common);
   // Listed here too because a harness that finds `bwrap` on PATH may
   // resolve the link to nsrun and ask that path's --help which options it
   // has (Codex looks for --as-pid-1, --perms and --argv0); it then runs
   // the path with argv[0] "bwrap", which selects the dialect.
   out +=
-      "\nbwrap dialect: nsrun bwrap ..., or nsrun run as `bwrap` (a link named bwrap),\n"
-      "or a first argument that only bwrap has; `nsrun bwrap --help` explains each of\n"
-      "its options:\n";
+      "\nbwrap dialect (nsrun bwrap ..., nsrun named `bwrap`, or a first argument only\n"
+      "bwrap has; `nsrun bwrap --help` explains each option):\n";
   out += option_names(Dialect::bwrap, "  ", 79);
   out +=
-      "\nexit status: the command's; 128+N when it died of signal N; 125 when nsrun\n"
-      "itself failed or its input was bad; 126 command not executable; 127 not found.\n";
+      "\nexit status: the command's; 128+N when it died of signal N; 124 timeout;\n"
+      "125 nsrun itself failed or its input was bad; 126 not executable; 127 not found.\n";
   return out;
 }
 

@@ -68,6 +68,28 @@ OptionSetter default_set(bool Policy::*member) {
   };
 }
 
+// --tmp private|host|DIR: shorthand, so the Policy says what it became.
+// host is --writable /tmp (a writable root: protected paths and the
+// report's checks apply to it as to any); DIR is a read-write bind of DIR
+// on /tmp, after the private one, which it covers.
+Result<void> set_tmp(OptionCall& c) {
+  const std::string& v = c.values[0];
+  if (v == "private") return {};
+  if (v == "host") {
+    if (std::find(c.policy.writable.begin(), c.policy.writable.end(), "/tmp") == c.policy.writable.end())
+      c.policy.writable.push_back("/tmp");
+    return {};
+  }
+  if (!v.starts_with('/'))
+    return fail(usage_error(c.name, fmt::format("unknown value '{}' (expected private, host or an absolute directory)", v)));
+  MountOp m;
+  m.kind = K::bind;
+  m.source = v;
+  m.dest = "/tmp";
+  c.policy.mounts.push_back(std::move(m));
+  return {};
+}
+
 // --ro DIR binds DIR read-only over itself.
 OptionSetter add_mount(MountOp::Kind kind) {
   return [kind](OptionCall& c) -> Result<void> {
@@ -268,7 +290,10 @@ std::span<const OptionSpec> option_table() {
       {.native = {"--hide", "DIR", "cover DIR with an empty read-only directory"}, .arity = 1,
        .set = add_mount(K::hide)},
       {.native = {"--tmpfs", "DIR", "an empty private tmpfs on DIR"}, .arity = 1, .set = add_mount(K::tmpfs)},
-      {.native = {"--chdir", "DIR", "working directory inside (default: the current one, else /)"}, .json = "chdir",
+      {.native = {"--tmp", "WHERE",
+                  "/tmp inside: private (default, empty), host (--writable /tmp) or DIR (bound on /tmp)"},
+       .arity = 1, .set = set_tmp},
+      {.native = {"--chdir", "DIR", "working directory inside (default: the current one; refused when not visible inside)"}, .json = "chdir",
        .arity = 1, .set = set_string(&Policy::chdir)},
       {.native = {"--setenv", "NAME VALUE", "set a variable"}, .bwrap = {"--setenv", "VAR VALUE", "Set VAR to VALUE"},
        .arity = 2, .set = add_env(EnvOp::Kind::set)},
@@ -312,6 +337,10 @@ std::span<const OptionSpec> option_table() {
                   "share (default), none (own network namespace, only lo; not unix sockets) or proxy (only through "
                   "nsrun's egress proxy, to --allow-host destinations)"},
        .json = "network", .arity = 1, .set = set_enum(&Policy::network, parse_network, "share, none or proxy")},
+      {.native = {"--no-offline-env", "",
+                  "with --network none: leave out the package managers' offline switches (npm_config_offline, "
+                  "PIP_NO_INDEX, CARGO_NET_OFFLINE, YARN_ENABLE_OFFLINE_MODE, GOPROXY=off)"},
+       .json = "offline_env", .set = set_value(&Policy::offline_env, false)},
       // --network proxy (issue 13); in JSON, network: {mode, allow, deny, resolve, log}.
       {.native = {"--allow-host", "PATTERN",
                   "with --network proxy: a reachable host (example.com, *.example.com, host:port, an IP address, "
@@ -427,7 +456,7 @@ std::span<const OptionSpec> option_table() {
          c.policy.limits.mode = *m;
          return {};
        }},
-      {.native = {"--verdict", "", "one stderr line when the command failed after the sandbox refused something"},
+      {.native = {"--verdict", "", "after a failure, one stderr line: what the sandbox refused, or could not see"},
        .json = "verdict", .set = set_value(&Policy::verdict, true)},
       {.native = {"--watch-writes", "", "list write attempts outside the writable roots in the report and the verdict "
                                         "(observed, never decided on; a round trip per write call)"},
@@ -621,11 +650,13 @@ const OptionSpec* find_option(Dialect dialect, std::string_view arg) {
   return nullptr;
 }
 
-std::string option_help(Dialect dialect, std::string_view indent, std::size_t width) {
+std::string option_help(Dialect dialect, std::string_view indent, std::size_t width,
+                        std::span<const std::string_view> only) {
   std::string out;
   for (const auto& o : option_table()) {
     const Spelling& s = dialect == Dialect::native ? o.native : o.bwrap;
     if (s.name.empty()) continue;
+    if (!only.empty() && std::find(only.begin(), only.end(), s.name) == only.end()) continue;
     std::string left = dialect == Dialect::native && !o.native_short.empty()
                            ? fmt::format("{}, {}", o.native_short, s.name)
                            : std::string(s.name);

@@ -128,7 +128,10 @@ const OptionSpec* find_option(Dialect dialect, std::string_view arg);
 
 // The option list of --help: one line per option of `dialect`, each
 // indented by `indent` and its "NAME METAVAR" padded to `width`.
-std::string option_help(Dialect dialect, std::string_view indent, std::size_t width);
+// One line per option of the dialect, in table order; only those named in
+// `only` when it is not empty.
+std::string option_help(Dialect dialect, std::string_view indent, std::size_t width,
+                        std::span<const std::string_view> only = {});
 
 // Every option name of `dialect`, in table order, in lines indented by
 // `indent` and no longer than `columns`.

@@ -1,11 +1,13 @@
 #include "launch/launch.hpp"
 
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <linux/close_range.h>
 #include <poll.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,6 +20,7 @@
 #include "landlock/kernel.hpp"
 #include "launch/ladder.hpp"
 #include "launch/protect_watch.hpp"
+#include "launch/refusals.hpp"
 #include "launch/report.hpp"
 #include "launch/userns.hpp"
 #include "layers/session.hpp"
@@ -58,13 +61,8 @@ void print_error(const Error& e) { fmt::print(stderr, "nsrun: {}\n", e.message()
 void set_proxy_environment(const Policy& policy, std::vector<std::string>& env) {
   char self[PATH_MAX];
   const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  for (const auto& [key, value] : egress::proxy_environment(n > 0 ? std::string_view(self, static_cast<std::size_t>(n)) : "")) {
-    const bool own = std::any_of(policy.env.begin(), policy.env.end(),
-                                 [&](const EnvOp& e) { return e.kind == EnvOp::Kind::set && e.name == key; });
-    if (own) continue;
-    std::erase_if(env, [&](const std::string& e) { return e.size() > key.size() && e.starts_with(key) && e[key.size()] == '='; });
-    env.push_back(fmt::format("{}={}", key, value));
-  }
+  for (const auto& [key, value] : egress::proxy_environment(n > 0 ? std::string_view(self, static_cast<std::size_t>(n)) : ""))
+    set_unless_policy_sets(policy, env, key, value);
 }
 
 // Child side. Each function below runs after clone and reports through
@@ -88,6 +86,11 @@ Result<void> seal_fds(const std::vector<int>& pass) {
 Result<void> enter_directory(const LaunchPlan& plan) {
   if (::chdir(plan.chdir.c_str()) == 0) return {};
   if (plan.chdir_required) return fail(sys_error(Operation::chdir, plan.chdir));
+  if (!plan.chdir_fallback) {
+    Error e = sys_error(Operation::chdir, plan.chdir);
+    e.detail = "the current directory is not visible inside the sandbox; --chdir DIR runs the command elsewhere";
+    return fail(std::move(e));
+  }
   if (::chdir("/") != 0) return fail(sys_error(Operation::chdir, "/"));
   return {};
 }
@@ -324,6 +327,7 @@ namespace {
   if (p.words_parent_fd >= 0) ::close(p.words_parent_fd);
   // Once for PID 1 and the command: both inherit the emptied sets. Only
   // what this process holds can be kept (bwrap's --cap-add ALL).
+  if (p.keep_setfcap) p.keep_caps.push_back(CAP_SETFCAP);
   p.keep_caps = held_capabilities(p.keep_caps);
   if (auto r = drop_bounding_and_ambient(p.keep_caps); !r) die(channel, r.error());
   p.timeline.mark("bounding");
@@ -558,6 +562,7 @@ LaunchOutcome run_namespaces(Prepared& p) {
       v.usage.peak_memory_bytes = *events.peak_bytes;
       v.usage.peak_memory_source = cgroup ? "memory.peak" : "memory.max_usage_in_bytes";
     }
+    if (p.limits.cgroup_pids) v.pids_refused = events.pids_max_hits;
     if (v.started && events.oom_kills > 0 && v.ended.how == "signal" && v.ended.signal == SIGKILL) {
       v.ended.how = "oom";
       v.ended.limit = "memory";
@@ -667,6 +672,8 @@ Result<Prepared> prepare(const Policy& policy) {
   if ((p.plan.clone_flags & CLONE_NEWCGROUP) != 0 && ::access("/proc/self/ns/cgroup", F_OK) != 0)
     p.plan.clone_flags &= ~static_cast<uint64_t>(CLONE_NEWCGROUP);
   p.env = resolve_env(policy, current_environment());
+  if (wants_offline_environment(policy))
+    for (const auto& [key, value] : offline_environment()) set_unless_policy_sets(policy, p.env, key, value);
   if (policy.network == Network::proxy) {
     auto rules = hosts::parse_rules(policy.egress.allow, policy.egress.deny);
     if (!rules) return fail(rules.error());
@@ -686,6 +693,16 @@ Result<Prepared> prepare(const Policy& policy) {
   if (!caps) return fail(caps.error());
   p.keep_caps = std::move(*caps);
   p.cap_grant_inheritable = policy.cap_grant_inheritable;
+  // --allow-nested-userns run by root: the sandbox's uid maps to the
+  // host's uid 0, and since Linux 5.12 a user namespace whose map includes
+  // uid 0 may only be made by a process holding CAP_SETFCAP where it is
+  // made (kernel/user_namespace.c, verify_root_map(); that map lets file
+  // capabilities set inside count on the host). Without it `unshare -Ur`
+  // and a nested sandbox fail to write their uid_map. Only the native
+  // dialect: bwrap drops it unless --cap-add CAP_SETFCAP says so.
+  p.keep_setfcap = policy.allow_nested_userns && policy.preset && ::geteuid() == 0 && policy.ns.user &&
+                   !policy.userns_fd &&
+                   std::find(p.keep_caps.begin(), p.keep_caps.end(), CAP_SETFCAP) == p.keep_caps.end();
   auto filter = compile_filter(policy);
   if (!filter) return fail(filter.error());
   p.filter = filter_key(policy, FilterRung::namespaces);
@@ -830,6 +847,34 @@ static void note_layers(const layers::Session& layers, LaunchReport& report) {
     fmt::print(stderr, "nsrun: --home rw: the command can write your home directory {}\n", printable(p.layers.home));
 }
 
+// A harness writes a script to the host's /tmp and runs `nsrun -- bash
+// /tmp/x.sh`: the sandbox's private /tmp hides it and the command says
+// only "No such file". After a failure on the namespace rung, the first
+// argument that names an existing host path under /tmp which the private
+// tmpfs covers (the last mount over a path decides, as in the kernel's
+// tree) is named, with the options that fix it.
+static void note_hidden_tmp(const Policy& policy, const LaunchPlan& plan) {
+  if (!policy.preset) return;
+  auto covers = [](std::string_view dest, std::string_view path) {
+    return dest == "/" || path == dest || (path.starts_with(dest) && path[dest.size()] == '/');
+  };
+  for (const auto& arg : policy.argv) {
+    if (!arg.starts_with("/tmp/")) continue;
+    const MountStep* last = nullptr;
+    for (const auto& m : plan.mounts)
+      if ((m.op == MountStep::Op::bind || m.op == MountStep::Op::tmpfs || m.op == MountStep::Op::overlay) &&
+          covers(m.dest, arg))
+        last = &m;
+    struct stat st{};
+    if (last == nullptr || last->op != MountStep::Op::tmpfs || last->dest != "/tmp" || ::lstat(arg.c_str(), &st) != 0)
+      continue;
+    fmt::print(stderr, "nsrun: {} is in the host's /tmp, which the sandbox's private /tmp hides (--tmp host shares "
+                       "the host's /tmp; --tmp DIR mounts DIR on /tmp; or put it in the workspace)\n",
+               printable(arg));
+    return;
+  }
+}
+
 int run(const Policy& policy) {
   return run(policy, [](const Error& e, const std::optional<Error>&) {
     print_error(e);
@@ -888,10 +933,23 @@ int run(const Policy& policy, const ErrorReporter& report_error, SetupDeath setu
   layers->mark_ended();
   layers->close();
   report.seccomp_filter = !prepared->seccomp.empty();
-  if (policy.verdict)
-    if (const std::string line = verdict_line(report.verdict); !line.empty()) fmt::print(stderr, "{}\n", line);
   report_protected(protect_watch, policy, report);
   if (prepared->egress) report.network = std::move(prepared->egress_decisions);
+  // The rung that ran decided how each limit was kept: a best-effort
+  // RLIMIT_AS standing in for the memory limit is said whatever the end.
+  for (const auto& d : report.verdict.limits)
+    if (d.limit == "memory" && d.how == LimitEnforcement::rlimit)
+      fmt::print(stderr, "nsrun: --limit-memory: {}\n", d.detail);
+  if (report.rung == "namespaces" && outcome.exit_code != 0) note_hidden_tmp(policy, prepared->plan);
+  RefusalFacts facts = refusal_facts(policy, report.rung == "landlock");
+  facts.seccomp_filter = report.seccomp_filter;
+  if (report.network) facts.egress = &*report.network;
+  collect_refusals(report.verdict, facts);
+  // The timeout is said whether or not --verdict was asked: exit 124 alone
+  // does not tell a caller that nsrun ended the command.
+  if (const std::string line = policy.verdict ? verdict_line(report.verdict) : timeout_line(report.verdict);
+      !line.empty())
+    fmt::print(stderr, "{}\n", line);
   return finish(outcome.exit_code, outcome.error, outcome.cause);
 }
 

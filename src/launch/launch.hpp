@@ -36,6 +36,10 @@ struct Prepared {
   std::vector<int> pass_fds;
   std::vector<cap_value_t> keep_caps;      // kept inside (bwrap --cap-add)
   bool cap_grant_inheritable = true;       // Policy::cap_grant_inheritable
+  // --allow-nested-userns run by root: the namespace rung also keeps
+  // CAP_SETFCAP, in the sandbox's own user namespace (never on the
+  // Landlock rung, where it would be the host's).
+  bool keep_setfcap = false;
   int new_session = -1;                    // -1: when stdin is not a terminal
   bool die_with_parent = true;
   FilterKey filter;                        // the namespace rung's filter (cheap: explain builds its rules) ...

@@ -17,6 +17,14 @@ namespace nsrun {
 
 namespace {
 
+// A JSON array with `item(x)` for each element.
+template <class T, class F>
+json::Value array_of(const std::vector<T>& items, F&& item) {
+  json::Value out = json::Value::array();
+  for (const auto& x : items) out.push_back(item(x));
+  return out;
+}
+
 // The verdict (issue 15): facts only; what is unknown is null.
 void add_verdict(json::Value& out, const LaunchReport& r) {
   using json::Value;
@@ -70,6 +78,23 @@ void add_verdict(json::Value& out, const LaunchReport& r) {
     }
     out.set("denials", std::move(denials));
   }
+  // Every refusal nsrun saw, and what it could not see: an agent reads
+  // why its command failed here (launch/refusals.hpp).
+  out.set("refusals", array_of(v.refusals, [](const Refusal& r) {
+    Value item = Value::object();
+    item.set("kind", r.kind);
+    item.set("what", r.what);
+    item.set("allow", r.allow.empty() ? Value() : Value(r.allow));
+    item.set("count", r.count);
+    item.set("words", r.words);
+    return item;
+  }));
+  out.set("unobserved", array_of(v.unobserved, [](const std::pair<std::string, std::string>& u) {
+    Value item = Value::object();
+    item.set("kind", u.first);
+    item.set("why", u.second);
+    return item;
+  }));
   // --watch-writes: observations (paths read from the command's memory,
   // racy), marked as such; present only when asked for.
   if (v.started && v.writes_watched && !v.writes_observed) {
@@ -91,19 +116,14 @@ void add_verdict(json::Value& out, const LaunchReport& r) {
   }
 }
 
-// A JSON array with `item(x)` for each element.
-template <class T, class F>
-json::Value array_of(const std::vector<T>& items, F&& item) {
-  json::Value out = json::Value::array();
-  for (const auto& x : items) out.push_back(item(x));
-  return out;
-}
-
 }  // namespace
 
 json::Value to_json(const LaunchReport& r) {
   using json::Value;
   Value out = Value::object();
+  // docs/report.schema.json describes this version; a change that removes
+  // or retypes a key bumps it.
+  out.set("schema_version", report_schema_version);
   out.set("rung", r.rung);
   out.set("mode", name(r.mode));
   out.set("proc", name(r.proc));

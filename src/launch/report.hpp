@@ -71,6 +71,9 @@ struct LaunchReport {
   std::optional<std::vector<egress::Decision>> network;  // --network proxy (issue 13)
 };
 
+// The report's "schema_version" (docs/report.schema.json).
+inline constexpr int report_schema_version = 1;
+
 json::Value to_json(const LaunchReport& report);
 
 // Where the report goes, opened before the command starts and held until it

@@ -199,6 +199,7 @@ Verdict watch(const WatchSetup& s) {
     e.how = "timeout";
     e.limit = "timeout";
     e.code = 124;
+    e.killed = killed;
     if (raw && WIFSIGNALED(*raw)) e.signal = WTERMSIG(*raw);
     else if (!raw && child_status && WIFSIGNALED(*child_status)) e.signal = WTERMSIG(*child_status);
   } else if (raw && WIFSIGNALED(*raw)) {
@@ -212,18 +213,60 @@ Verdict watch(const WatchSetup& s) {
   return v;
 }
 
-std::string verdict_line(const Verdict& v) {
-  if (!v.started || v.ended.code == 0) return {};
-  std::vector<std::string> parts;
-  if (!v.denials.empty()) parts.push_back(summarise(v.denials));
-  if (!v.writes_outside.empty()) parts.push_back(summarise(v.writes_outside, v.writes_outside_dropped));
-  if (v.ended.how == "timeout") parts.push_back("the timeout");
-  if (v.ended.how == "oom") parts.push_back("the memory limit (OOM kill)");
-  if (v.ended.how == "rlimit") parts.push_back(fmt::format("the {} rlimit", v.ended.limit));
-  if (parts.empty()) return {};
-  std::string out = "nsrun: refused during the run: ";
-  for (std::size_t i = 0; i < parts.size(); ++i) out += (i ? "; " : "") + parts[i];
+void add_refusal(Verdict& v, Refusal r) {
+  for (auto& have : v.refusals)
+    if (have.kind == r.kind && have.what == r.what) {
+      have.count += r.count;
+      return;
+    }
+  v.refusals.push_back(std::move(r));
+}
+
+namespace {
+
+// The verdict names this many kinds of refusal; the report has them all.
+constexpr std::size_t verdict_kinds = 3;
+
+std::string join(const std::vector<std::string>& parts, std::string_view sep) {
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : std::string(sep)) + p;
   return out;
+}
+
+}  // namespace
+
+std::string verdict_line(const Verdict& v) {
+  if (!v.started) return {};
+  if (v.ended.code == 0 && v.ended.how != "timeout") return {};
+  // One part per kind, in the order first seen: its first entry's words,
+  // and how many more of that kind there were.
+  std::vector<std::string> kinds;
+  std::vector<std::string> parts;
+  for (const auto& r : v.refusals) {
+    const auto seen = std::find(kinds.begin(), kinds.end(), r.kind);
+    if (seen != kinds.end()) continue;
+    kinds.push_back(r.kind);
+    const auto others = std::count_if(v.refusals.begin(), v.refusals.end(), [&](const Refusal& o) { return o.kind == r.kind; }) - 1;
+    parts.push_back(others > 0 ? fmt::format("{} (and {} more)", r.words, others) : r.words);
+  }
+  if (parts.empty()) {
+    if (v.unobserved.empty() || v.ended.code == 0) return {};
+    std::vector<std::string> unseen;
+    for (const auto& [kind, why] : v.unobserved) unseen.push_back(why);
+    return fmt::format("nsrun: exit {}; no refusal seen; not seen in this run: {}", v.ended.code, join(unseen, "; "));
+  }
+  std::string out = "nsrun: " + join(std::vector<std::string>(parts.begin(), parts.begin() + static_cast<std::ptrdiff_t>(std::min(parts.size(), verdict_kinds))), "; ");
+  if (parts.size() > verdict_kinds) out += fmt::format("; {} more kind{} in the report", parts.size() - verdict_kinds, parts.size() - verdict_kinds == 1 ? "" : "s");
+  // Not a refusal nsrun saw, but the likeliest cause of a failure beside one.
+  for (const auto& [kind, why] : v.unobserved)
+    if (kind == "limit" && why.starts_with("allocations")) out += "; not seen: " + why;
+  return out;
+}
+
+std::string timeout_line(const Verdict& v) {
+  for (const auto& r : v.refusals)
+    if (r.kind == "timeout") return "nsrun: " + r.words;
+  return {};
 }
 
 }  // namespace nsrun

@@ -11,6 +11,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "policy/limits.hpp"
@@ -25,6 +26,7 @@ struct Ended {
   int code = 125;                    // nsrun's exit status
   int signal = 0;                    // the signal that ended the command, 0: none
   std::string limit;                 // the limit behind timeout / oom / rlimit
+  bool killed = false;               // timeout: SIGKILL was needed after the SIGTERM
 };
 
 struct Usage {
@@ -34,6 +36,19 @@ struct Usage {
   uint64_t peak_memory_bytes = 0;
   std::string peak_memory_source;    // "ru_maxrss" (the largest single process) or "memory.peak"
   std::optional<uint64_t> processes; // processes and threads started (PID namespace), unknown elsewhere
+};
+
+// One kind of refusal the sandbox made during the run, as nsrun saw it
+// (or, for a limit, as its counter says). Kinds: protected-path,
+// read-only-root, hidden-credential, egress, network-none, unix-socket,
+// seccomp, limit, timeout, oom. The report lists them under "refusals";
+// the verdict line gives the first few in `words`.
+struct Refusal {
+  std::string kind;
+  std::string what;    // the call, path, host:port or limit refused
+  std::string allow;   // the option that would allow it; "" when no option does
+  uint64_t count = 1;  // how many times (same kind and what)
+  std::string words;   // plain words for the verdict line
 };
 
 struct Verdict {
@@ -48,7 +63,18 @@ struct Verdict {
   bool writes_observed = false;      // false: no listener could be had
   std::vector<WriteAttempt> writes_outside;
   uint64_t writes_outside_dropped = 0;  // attempts at distinct paths beyond the list's cap
+  // Every refusal, in the order the verdict names them (add_refusal()).
+  std::vector<Refusal> refusals;
+  // Kinds of refusal the kernel answers the command directly, which this
+  // run could not see, said rather than guessed: kind, and why unseen
+  // (with the option that would show or allow them).
+  std::vector<std::pair<std::string, std::string>> unobserved;
+  std::optional<uint64_t> pids_refused;  // forks the cgroup's pids.max refused (pids.events max)
 };
+
+// The one way to list a refusal: an entry of the same kind and `what`
+// adds its count to the one already there.
+void add_refusal(Verdict& v, Refusal r);
 
 struct WatchSetup {
   pid_t child = -1;
@@ -82,7 +108,10 @@ inline constexpr uint64_t supervisor_grace_ms = 5000;
 Verdict watch(const WatchSetup& setup);
 
 // The --verdict line, empty when there is nothing to say (the command
-// succeeded, or nothing was refused or limited).
+// succeeded, or nothing was refused or limited and nothing unseen matters).
+// Names the first few refusals; a timeout is always named.
 std::string verdict_line(const Verdict& v);
+// The line printed without --verdict: only the timeout, empty otherwise.
+std::string timeout_line(const Verdict& v);
 
 }  // namespace nsrun

@@ -498,6 +498,7 @@ Result<LaunchPlan> make_plan(const Policy& p, const HostFacts& host) {
   plan.reaper = (p.ns.pid && !p.as_pid_1) || !p.lock_files.empty();
   plan.chdir_required = !p.chdir.empty();
   plan.chdir = plan.chdir_required ? p.chdir : host.cwd;
+  plan.chdir_fallback = !p.preset;
   return plan;
 }
 
@@ -560,7 +561,7 @@ std::string describe(const LaunchPlan& plan) {
   out += fmt::format("processes: {}\n", !plan.reaper ? "nsrun -> command (PID 1)"
                                          : pid_ns     ? "nsrun -> PID 1 (reaper) -> command (PID 2)"
                                                       : "nsrun -> lock holder -> command");
-  out += fmt::format("chdir: {}{}\n", plan.chdir, plan.chdir_required ? "" : " (else /)");
+  out += fmt::format("chdir: {}{}\n", plan.chdir, plan.chdir_required ? "" : plan.chdir_fallback ? " (else /)" : " (refused when not visible inside; --chdir DIR)");
   return out;
 }
 

@@ -85,7 +85,11 @@ struct LaunchPlan {
   std::vector<MountStep> mounts;      // in order, relative to the new root
   bool reaper = true;                 // PID 1 is nsrun's reaper, the command PID 2
   std::string chdir;                  // working directory inside
-  bool chdir_required = false;        // false: fall back to / when it is missing
+  bool chdir_required = false;        // --chdir given: its absence is an error
+  // The current directory missing inside: bwrap's dialect runs in / (as
+  // bwrap does); the native one refuses, since a command run elsewhere
+  // than its caller thinks can write in the wrong place.
+  bool chdir_fallback = true;
   ProcMode proc = ProcMode::fresh;    // resolved: fresh, host_bind or none
 };
 

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "policy/glob.hpp"
 
 namespace nsrun {
@@ -50,6 +52,31 @@ const char* env_lookup(const std::vector<std::string>& env, std::string_view nam
   for (const auto& entry : env)
     if (var_name(entry) == name && entry.size() > name.size()) return entry.c_str() + name.size() + 1;
   return nullptr;
+}
+
+const std::vector<std::pair<std::string, std::string>>& offline_environment() {
+  // npm and pnpm read npm_config_*; pip --no-index; cargo --offline; yarn
+  // (berry) its offline mode; Go's module proxy off (GOFLAGS is left
+  // alone: -mod=mod would make go ignore a vendor directory that works
+  // offline).
+  static const std::vector<std::pair<std::string, std::string>> vars = {
+      {"npm_config_offline", "true"}, {"PIP_NO_INDEX", "1"},          {"CARGO_NET_OFFLINE", "true"},
+      {"YARN_ENABLE_OFFLINE_MODE", "1"}, {"GOPROXY", "off"},
+  };
+  return vars;
+}
+
+bool wants_offline_environment(const Policy& policy) {
+  return policy.network == Network::none && policy.offline_env && policy.preset;
+}
+
+void set_unless_policy_sets(const Policy& policy, std::vector<std::string>& env, std::string_view name,
+                            std::string_view value) {
+  const bool own = std::any_of(policy.env.begin(), policy.env.end(),
+                               [&](const EnvOp& e) { return e.kind == EnvOp::Kind::set && e.name == name; });
+  if (own) return;
+  std::erase_if(env, [&](const std::string& e) { return e.size() > name.size() && e.starts_with(name) && e[name.size()] == '='; });
+  env.push_back(fmt::format("{}={}", name, value));
 }
 
 }  // namespace nsrun

@@ -248,13 +248,21 @@ Result<LimitsPlan> plan_limits(const Limits& l, const LimitFacts& f) {
       decide("memory", LimitEnforcement::cgroup,
              f.cgroup_version == 1 ? "cgroup v1 memory.limit_in_bytes, the whole sandbox; the OOM killer at the limit"
                                    : "cgroup v2 memory.max, the whole sandbox; the OOM killer at the limit");
-    } else {
-      // An address-space limit per process: it never lets the sandbox as a
-      // whole exceed N x the limit, but it bounds any one process, and it
-      // holds for root too.
+    } else if (l.mode == LimitsMode::best_effort) {
+      // An address-space limit per process is not the memory of the whole
+      // sandbox: N processes may use N times it, and one that reserves
+      // address space it never touches (node, java, a Go runtime) fails at
+      // start. Used only when best effort was asked for, and said so.
       add_rlimit("as", *l.memory);
       decide("memory", LimitEnforcement::rlimit,
-             fmt::format("RLIMIT_AS per process (address space, not resident memory): {}", no_cgroup));
+             fmt::format("RLIMIT_AS per process instead (best-effort: address space, not the sandbox's memory; a "
+                         "runtime that reserves more fails to start): {}",
+                         no_cgroup));
+    } else {
+      decide("memory", LimitEnforcement::none,
+             fmt::format("only a cgroup limits the sandbox's memory, and {}; RLIMIT_AS (per process, address space) "
+                         "is not that limit",
+                         no_cgroup));
     }
   }
   if (l.pids) {

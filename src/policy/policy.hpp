@@ -154,6 +154,10 @@ struct Policy {
   // new user namespace) and the ambient set to match.
   bool cap_grant_inheritable = true;
 
+  // --network none: the common package managers' offline switches in the
+  // command's environment, so they fail at once instead of after their
+  // retries (offline_environment()); --no-offline-env leaves them.
+  bool offline_env = true;
   bool clearenv = false;
   std::vector<EnvOp> env;
 

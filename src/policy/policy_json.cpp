@@ -323,6 +323,7 @@ const Readers<Policy>& policy_readers() {
       {"network", network_from_json},
       {"seccomp", enum_into(&Policy::seccomp, parse_seccomp_mode)},
       {"allow_nested_userns", bool_into(&Policy::allow_nested_userns)},
+      {"offline_env", bool_into(&Policy::offline_env)},
       {"unix_sockets", enum_into(&Policy::unix_sockets, parse_unix_sockets)},
       {"hidden_sockets", strings_into(&Policy::hidden_sockets)},
       {"allow_sockets", strings_into(&Policy::allow_sockets)},
@@ -408,6 +409,7 @@ json::Value to_json(const Policy& p) {
   out.set("network", network_to_json(p));
   out.set("seccomp", name(p.seccomp));
   out.set("allow_nested_userns", p.allow_nested_userns);
+  out.set("offline_env", p.offline_env);
   out.set("unix_sockets", name(p.unix_sockets));
   out.set("hidden_sockets", strings(p.hidden_sockets));
   out.set("allow_sockets", strings(p.allow_sockets));

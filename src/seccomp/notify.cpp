@@ -100,13 +100,4 @@ void DenialLog::answer(int listener, const seccomp_notif& n) {
   denials_.push_back(std::move(d));
 }
 
-std::string summarise(const std::vector<Denial>& denials) {
-  std::string out;
-  for (const auto& d : denials) {
-    if (!out.empty()) out += ", ";
-    out += d.count > 1 ? fmt::format("{} \u00d7{}", d.syscall, d.count) : d.syscall;
-  }
-  return out;
-}
-
 }  // namespace nsrun

@@ -104,7 +104,4 @@ class DenialLog {
   std::vector<Denial> denials_;
 };
 
-// One text line for --verdict: "keyctl x2, io_uring_setup".
-std::string summarise(const std::vector<Denial>& denials);
-
 }  // namespace nsrun

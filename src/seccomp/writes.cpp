@@ -121,17 +121,4 @@ std::string resolve_path(std::string_view base, std::string_view path) {
   return out.empty() ? "/" : out;
 }
 
-std::string summarise(const std::vector<WriteAttempt>& attempts, uint64_t dropped) {
-  if (attempts.empty()) return {};
-  uint64_t total = dropped;
-  for (const auto& a : attempts) total += a.count;
-  std::string names;
-  const std::size_t shown = std::min<std::size_t>(attempts.size(), 3);
-  // printable(): the paths are the command's bytes, and this line goes to
-  // the caller's terminal (an escape sequence in a file name would drive it).
-  for (std::size_t i = 0; i < shown; ++i) names += fmt::format("{}{}", i ? ", " : "", printable(attempts[i].path));
-  if (attempts.size() > shown || dropped > 0) names += ", ...";
-  return fmt::format("{} write{} outside the workspace ({})", total, total == 1 ? "" : "s", names);
-}
-
 }  // namespace nsrun

@@ -93,10 +93,6 @@ class WriteLog {
   uint64_t dropped_ = 0;  // attempts at distinct paths beyond the cap
 };
 
-// "3 writes outside the workspace (/etc/hosts, /etc/passwd, ...)"; empty
-// when there were none.
-std::string summarise(const std::vector<WriteAttempt>& attempts, uint64_t dropped);
-
 // The shape of one watched call: which arguments name the paths written.
 struct PathArg {
   int dirfd = -1;  // argument index of the directory fd; -1: the cwd (AT_FDCWD)

@@ -135,7 +135,7 @@ TEST_CASE("attack: .git/commondir and .git/config.worktree are protected, report
                                                 "echo '[core] fsmonitor = echo PWNED' > .git/config.worktree; "
                                                 "echo fine > ok.txt");
   INFO(commit.out << commit.err);
-  CHECK(commit.exit_code == 1);
+  CHECK(commit.exit_code == 4);
   CHECK(commit.err.find("nsrun: protected path .git/commondir: not committed") != std::string::npos);
   CHECK(commit.err.find("nsrun: protected path .git/config.worktree: not committed") != std::string::npos);
   CHECK_FALSE(file_exists(cow / ".git/commondir"));
@@ -210,7 +210,7 @@ TEST_CASE("attack: commit refuses a hook made in a missing core.hooksPath direct
   RunResult commit =
       cow_then_commit(ws, state, "mkdir -p .husky/_ && echo 'echo pwned' > .husky/_/pre-commit && echo fine > ok.txt");
   INFO(commit.out << commit.err);
-  CHECK(commit.exit_code == 1);
+  CHECK(commit.exit_code == 4);
   CHECK(commit.err.find("nsrun: protected path .husky") != std::string::npos);
   CHECK_FALSE(file_exists(ws / ".husky/_/pre-commit"));
   CHECK(read_file(ws / "ok.txt") == "fine\n");
@@ -325,7 +325,7 @@ TEST_CASE("attack: commit refuses a file git's config would include, made in the
   RunResult commit =
       cow_then_commit(ws, state, "echo '[core] fsmonitor = echo pwned' > later.cfg && echo fine > ok.txt");
   INFO(commit.out << commit.err);
-  CHECK(commit.exit_code == 1);
+  CHECK(commit.exit_code == 4);
   CHECK(commit.err.find("nsrun: protected path later.cfg: not committed") != std::string::npos);
   CHECK_FALSE(file_exists(ws / "later.cfg"));
   CHECK(read_file(ws / "ok.txt") == "fine\n");

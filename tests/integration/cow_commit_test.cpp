@@ -61,7 +61,7 @@ TEST_CASE("cow commit: refuses exactly the run's own protected set", "[cow][prot
         cow_run(ws, env, writes, {"--protect", "notes.cfg", "--protect", ws / "abs.cfg", "--unprotect", ".envrc"});
     RunResult c = nsrun({"commit", id}, in(ws, env));
     INFO(c.out << c.err);
-    CHECK(c.exit_code == 1);
+    CHECK(c.exit_code == 4);
     for (const char* p : {"notes.cfg", "abs.cfg", ".git/hooks"})
       CHECK(c.err.find(std::string("nsrun: protected path ") + p + ": not committed") != std::string::npos);
     CHECK(c.err.find(".envrc") == std::string::npos);
@@ -79,7 +79,7 @@ TEST_CASE("cow commit: refuses exactly the run's own protected set", "[cow][prot
     const std::string id = cow_run(ws, env, writes, {"--protect-defaults", "none", "--protect", "notes.cfg"});
     RunResult c = nsrun({"commit", id}, in(ws, env));
     INFO(c.out << c.err);
-    CHECK(c.exit_code == 1);
+    CHECK(c.exit_code == 4);
     CHECK(c.err.find("nsrun: protected path notes.cfg: not committed") != std::string::npos);
     CHECK(c.err.find("1 protected") != std::string::npos);
     CHECK_FALSE(file_exists(ws / "notes.cfg"));

@@ -119,7 +119,7 @@ TEST_CASE("cow workspace: a file the host changed since the run started is a con
 
   RunResult c = nsrun({"commit", id}, in(ws, env));
   INFO(c.out << c.err);
-  CHECK(c.exit_code == 1);
+  CHECK(c.exit_code == 3);
   CHECK(c.err.find("conflict: shared.txt") != std::string::npos);
   CHECK(read_file(ws / "shared.txt") == "host v2\n");
   // The others went in.
@@ -148,7 +148,7 @@ TEST_CASE("cow workspace: protected paths are refused at commit", "[cow]") {
               "mkdir .git/hooks && echo evil > .git/hooks/pre-commit && echo evil > .envrc && echo fine > ok.txt");
   RunResult c = nsrun({"commit", id}, in(ws, env));
   INFO(c.out << c.err);
-  CHECK(c.exit_code == 1);
+  CHECK(c.exit_code == 4);
   CHECK(c.err.find("nsrun: protected path .git/hooks: not committed") != std::string::npos);
   CHECK(c.err.find("nsrun: protected path .envrc: not committed") != std::string::npos);
   CHECK_FALSE(file_exists(ws / ".git/hooks"));

@@ -130,7 +130,7 @@ TEST_CASE("fourth pass: nsrun ends without its destructors, its output complete"
   CHECK(r.out == "out\n");
   CHECK(r.err.find("err\n") != std::string::npos);
   const std::string json = read_file(ws / "r.json");
-  CHECK(json.starts_with("{\"rung\":"));
+  CHECK(json.starts_with("{\"schema_version\":1,\"rung\":"));
   CHECK(json.find("\"exit_code\":7") != std::string::npos);
   CHECK((json.ends_with("}}") || json.ends_with("}}\n")));
   // nsrun's own failure after parsing (a missing workspace): the message

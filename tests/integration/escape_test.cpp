@@ -153,7 +153,7 @@ void tiocsti_injection(Rung rung) {
   TempDir ws;
   for (const char* variant : {"plain", "high"}) {
     DYNAMIC_SECTION("TIOCSTI " << variant) {
-      std::vector<std::string> argv{nsrun_path(), "--workspace", ws.path()};
+      std::vector<std::string> argv{nsrun_path(), "--workspace", ws.path(), "--chdir", ws.path()};
       argv = concat(argv, options);
       argv = concat(argv, {"--", probe_path(), "tiocsti", variant});
       PtyRun r = run_on_pty(argv);
@@ -165,7 +165,7 @@ void tiocsti_injection(Rung rung) {
       if (rung == Rung::namespaces) {
         // Control: without the filter the same probe does inject (where the
         // kernel still allows TIOCSTI), so the queue check above measures.
-        argv = {nsrun_path(), "--workspace", ws.path(), "--seccomp", "none", "--", probe_path(), "tiocsti",
+        argv = {nsrun_path(), "--workspace", ws.path(), "--chdir", ws.path(), "--seccomp", "none", "--", probe_path(), "tiocsti",
                 variant};
         PtyRun control = run_on_pty(argv);
         INFO("control output: " << control.output);

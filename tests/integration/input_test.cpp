@@ -38,7 +38,7 @@ void check_report_in_place(const RunResult& r, const std::string& report, const 
   INFO("exit " << r.exit_code << " stdout: " << r.out << " stderr: " << r.err);
   CHECK(read_file(target) == before);
   REQUIRE(is_regular(report));
-  CHECK(read_file(report).starts_with(R"({"rung":)"));
+  CHECK(read_file(report).starts_with(R"({"schema_version":1,"rung":)"));
 }
 
 // `nsrun BEFORE touch WS/ran AFTER` through sh, under 256 MiB of address
@@ -108,7 +108,7 @@ void planted_fifo(Rung rung) {
   INFO(r.err);
   CHECK(r.exit_code == 0);
   REQUIRE(is_regular(report));
-  CHECK(read_file(report).starts_with(R"({"rung":)"));
+  CHECK(read_file(report).starts_with(R"({"schema_version":1,"rung":)"));
 }
 RUNG_CASE(planted_fifo, "a FIFO the command plants at --report does not hang nsrun", "[report]")
 

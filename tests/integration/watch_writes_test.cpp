@@ -143,7 +143,9 @@ void verdict_names_them(Rung rung) {
              {"--verdict", "--watch-writes", "--", "sh", "-c", fmt::format("{0} write {1} x; {0} write {1} x; exit 1", p, etc)}),
       at(ws));
   CHECK(r.exit_code == 1);
-  CHECK(r.err == fmt::format("nsrun: refused during the run: 2 writes outside the workspace ({})\n", etc));
+  CHECK(r.err == fmt::format("nsrun: write to {} \u00d72 outside the writable roots (read-only; --writable DIR makes a "
+                             "directory writable)\n",
+                             etc));
   CHECK(r.out == refusal(rung) + "\n" + refusal(rung) + "\n");
 }
 

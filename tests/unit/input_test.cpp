@@ -334,7 +334,7 @@ TEST_CASE("the report is written through the file held from before the run", "[i
   CHECK(contents(p.report_path).size() == 5000);
   REQUIRE(sink->write(sample_report()));
   const std::string text = contents(p.report_path);
-  CHECK(text.starts_with(R"({"rung":"namespaces")"));
+  CHECK(text.starts_with(R"({"schema_version":1,"rung":"namespaces")"));
   CHECK(text.ends_with("}\n"));
 
   Policy fresh = runnable();
@@ -361,7 +361,7 @@ TEST_CASE("a name replaced during the run gets the report by rename, never throu
     REQUIRE(sink->write(sample_report()));
     CHECK(contents(target) == "precious\n");
     CHECK(is_regular_file(p.report_path));
-    CHECK(contents(p.report_path).starts_with(R"({"rung":"namespaces")"));
+    CHECK(contents(p.report_path).starts_with(R"({"schema_version":1,"rung":"namespaces")"));
     (void)::unlink(p.report_path.c_str());
   };
   replaced_by([&] {

@@ -74,10 +74,19 @@ TEST_CASE("each limit gets the strongest mechanism the host offers, and none is 
   l.pids = 10;
   l.timeout_ms = 1000;
   LimitFacts user;  // namespaces rung, own user namespace, not root, no cgroup
-  SECTION("unprivileged on the namespace rung: rlimits keep memory and pids") {
+  SECTION("without a cgroup, strict refuses memory: RLIMIT_AS is not the sandbox's memory") {
+    auto p = plan_limits(l, user);
+    REQUIRE_FALSE(p.has_value());
+    CHECK(p.error().kind == ErrorKind::usage);
+    CHECK(p.error().message().find("memory (only a cgroup limits the sandbox's memory") != std::string::npos);
+    CHECK(p.error().message().find("RLIMIT_AS") != std::string::npos);
+  }
+  SECTION("unprivileged on the namespace rung: rlimits keep pids; memory as RLIMIT_AS only when best effort") {
+    l.mode = LimitsMode::best_effort;
     auto p = plan_limits(l, user);
     REQUIRE(p.has_value());
     CHECK(decision(*p, "memory").how == LimitEnforcement::rlimit);
+    CHECK(decision(*p, "memory").detail.find("best-effort") != std::string::npos);
     CHECK(decision(*p, "pids").how == LimitEnforcement::rlimit);
     CHECK(decision(*p, "timeout").how == LimitEnforcement::timer);
     // PID 1 counts in the user namespace's process count.
@@ -214,18 +223,3 @@ TEST_CASE("the notifying filter refuses listeners of the command's own and leave
   }
 }
 
-TEST_CASE("--verdict speaks only after a failure with something refused", "[limits]") {
-  Verdict v;
-  v.started = true;
-  v.ended.how = "exit";
-  v.ended.code = 1;
-  CHECK(verdict_line(v).empty());
-  v.denials.push_back(Denial{"keyctl", 250, 2, 1, ""});
-  v.denials.push_back(Denial{"io_uring_setup", 425, 1, 1, ""});
-  CHECK(verdict_line(v) == "nsrun: refused during the run: keyctl \u00d72, io_uring_setup");
-  v.ended.how = "timeout";
-  v.ended.code = 124;
-  CHECK(verdict_line(v) == "nsrun: refused during the run: keyctl \u00d72, io_uring_setup; the timeout");
-  v.ended.code = 0;
-  CHECK(verdict_line(v).empty());
-}

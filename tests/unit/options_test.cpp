@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <fstream>
 #include <map>
@@ -90,13 +91,26 @@ TEST_CASE("options: every entry is well formed and each name is declared once pe
   CHECK(find_option(Dialect::bwrap, "-h") == nullptr);
 }
 
-TEST_CASE("options: --help of each dialect lists every option of the table", "[options]") {
+TEST_CASE("options: nsrun --help fits one screen and points to the man page", "[options][help]") {
   const std::string native = native_usage();
+  CHECK(std::count(native.begin(), native.end(), '\n') <= 40);
+  CHECK(native.find("man nsrun") != std::string::npos);
+  for (auto name : {"--mode", "--workspace", "--writable", "--network", "--timeout", "--report", "--verdict", "--tmp"}) {
+    INFO(name);
+    CHECK(native.find(std::string("\n  ") + name + " ") != std::string::npos);
+  }
+  for (auto sub : {"explain", "policy", "probe", "bench", "connect", "changes", "commit", "discard", "home"}) {
+    INFO(sub);
+    CHECK(native.find(sub) != std::string::npos);
+  }
+}
+
+TEST_CASE("options: bwrap's --help lists every option of its table", "[options]") {
   const std::string bwrap = bwrap_usage("bwrap");
+  const std::string native = native_usage();
   for (const OptionSpec& o : option_table()) {
     if (!o.native.name.empty()) {
       INFO(o.native.name);
-      CHECK(native.find(std::string(o.native.name)) != std::string::npos);
       CHECK(is_native_option(o.native.name));
     }
     if (!o.bwrap.name.empty()) {

@@ -103,20 +103,6 @@ TEST_CASE("the Landlock rung's scope: writable roots and the private TMPDIR, not
   CHECK(classify(s, "/tmp/nsrun-abcd/f") == WritePlace::outside);
 }
 
-TEST_CASE("--verdict names the attempts outside and the first paths", "[watch-writes][verdict]") {
-  Verdict v;
-  v.started = true;
-  v.ended.how = "exit";
-  v.ended.code = 1;
-  v.writes_watched = v.writes_observed = true;
-  v.writes_outside = {{"/etc/hosts", "openat", WritePlace::outside, 2, 10}, {"/etc/a", "unlink", WritePlace::outside, 1, 10}};
-  CHECK(verdict_line(v) == "nsrun: refused during the run: 3 writes outside the workspace (/etc/hosts, /etc/a)");
-  v.writes_outside.push_back({"/b", "mkdir", WritePlace::outside, 1, 1});
-  v.writes_outside.push_back({"/c", "mkdir", WritePlace::outside, 1, 1});
-  CHECK(verdict_line(v) == "nsrun: refused during the run: 5 writes outside the workspace (/etc/hosts, /etc/a, /b, ...)");
-  v.ended.code = 0;
-  CHECK(verdict_line(v).empty());
-}
 
 TEST_CASE("only a watched call the rules do not refuse is ever continued", "[watch-writes]") {
   Policy p = workspace_policy();
