@@ -1,5 +1,6 @@
 #include "cli/native.hpp"
 
+#include <pwd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -8,6 +9,8 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -17,6 +20,27 @@
 #include "probe/backend.hpp"
 
 namespace nsrun {
+
+namespace {
+
+// getpwuid_r of the real uid: the account nsrun runs for, whatever $HOME
+// says. An entry without an absolute home counts as none.
+std::optional<std::string> read_account_home() {
+  std::vector<char> buf(16384);
+  while (true) {
+    struct passwd pw{};
+    struct passwd* found = nullptr;
+    const int rc = ::getpwuid_r(::getuid(), &pw, buf.data(), buf.size(), &found);
+    if (rc == ERANGE && buf.size() < (std::size_t{1} << 20)) {
+      buf.resize(buf.size() * 2);
+      continue;
+    }
+    if (rc != 0 || found == nullptr || pw.pw_dir == nullptr || pw.pw_dir[0] != '/') return std::nullopt;
+    return std::string(pw.pw_dir);
+  }
+}
+
+}  // namespace
 
 CallerContext read_caller_context() {
   CallerContext ctx;
@@ -31,6 +55,7 @@ CallerContext read_caller_context() {
   };
   ctx.socket_env = SocketEnv{var("XDG_RUNTIME_DIR"), var("SSH_AUTH_SOCK"), var("HOME")};
   ctx.xdg_state_home = var("XDG_STATE_HOME");
+  ctx.account_home = read_account_home();
   ctx.lookup = lookup_host_path;
   return ctx;
 }
@@ -116,8 +141,16 @@ Result<Invocation> parse_native(std::span<const std::string> args, const CallerC
                                        ctx.lookup);
   // The default credentials that exist now, minus --allow-read: covered on
   // both rungs (docs/hardening.md).
+  // Under $HOME and under the account's home: $HOME is the caller's to
+  // set, and unset, `/` or `/tmp` must not show the real ~/.ssh.
   if (p.mode != Mode::full_access && ctx.lookup) {
-    auto hidden = credentials_to_hide(ctx.socket_env.home, p.hide_defaults, p.allow_read, ctx.lookup);
+    const std::vector<std::string> homes = credential_homes(ctx.socket_env.home, ctx.account_home);
+    if (homes.empty() && p.hide_defaults)
+      return fail(usage_error("hidden credentials",
+                              fmt::format("no home directory to hide them in ($HOME is {} and the password database "
+                                          "has no home for this user): set HOME, or give --hide-defaults none",
+                                          ctx.socket_env.home.empty() ? "unset" : "not absolute")));
+    auto hidden = credentials_to_hide(homes, p.hide_defaults, p.allow_read, ctx.lookup);
     if (!hidden) return fail(hidden.error());
     // A policy file's own list loses what --allow-read names too.
     std::erase_if(p.hidden_paths, [&](const std::string& h) {

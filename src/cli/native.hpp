@@ -1,6 +1,7 @@
 // The native front end: nsrun's own command line -> Policy.
 #pragma once
 
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -34,6 +35,10 @@ struct CallerContext {
   SocketEnv socket_env;
   PathLookup lookup;
   std::string xdg_state_home;  // $XDG_STATE_HOME, for the copy-on-write layers
+  // The real uid's home directory in the password database (nullopt: no
+  // entry, or none could be read), asked here, before anything runs and
+  // never again (NSS after the root changes would read the sandbox's).
+  std::optional<std::string> account_home;
 };
 
 CallerContext read_caller_context();
