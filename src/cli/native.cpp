@@ -1,5 +1,6 @@
 #include "cli/native.hpp"
 
+#include <fcntl.h>
 #include <pwd.h>
 #include <unistd.h>
 
@@ -18,11 +19,44 @@
 #include "policy/cow.hpp"
 #include "policy/protect.hpp"
 #include "probe/backend.hpp"
+#include "sys/fd.hpp"
+#include "sys/io.hpp"
 
 namespace nsrun {
 
+std::optional<std::string> home_in_passwd(std::string_view text, unsigned uid) {
+  const std::string id = std::to_string(uid);
+  while (!text.empty()) {
+    const std::size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+    // name:password:uid:gid:gecos:dir:shell
+    std::string_view fields[7];
+    std::size_t n = 0;
+    for (; n < 7; ++n) {
+      const std::size_t colon = line.find(':');
+      fields[n] = line.substr(0, colon);
+      if (colon == std::string_view::npos) break;
+      line = line.substr(colon + 1);
+    }
+    if (n < 5 || fields[2] != id) continue;
+    if (!fields[5].starts_with('/') || fields[5].find('\0') != std::string_view::npos) return std::nullopt;
+    return std::string(fields[5]);
+  }
+  return std::nullopt;
+}
+
 namespace {
 
+#ifdef NSRUN_STATIC
+std::optional<std::string> read_account_home() {
+  Fd fd(::open("/etc/passwd", O_RDONLY | O_CLOEXEC));
+  if (!fd) return std::nullopt;
+  auto text = read_all(fd.get(), "read", "/etc/passwd", std::size_t{16} << 20);
+  if (!text) return std::nullopt;
+  return home_in_passwd(*text, ::getuid());
+}
+#else
 // getpwuid_r of the real uid: the account nsrun runs for, whatever $HOME
 // says. An entry without an absolute home counts as none.
 std::optional<std::string> read_account_home() {
@@ -39,6 +73,7 @@ std::optional<std::string> read_account_home() {
     return std::string(pw.pw_dir);
   }
 }
+#endif
 
 }  // namespace
 

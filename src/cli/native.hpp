@@ -4,6 +4,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "policy/policy.hpp"
@@ -42,6 +43,13 @@ struct CallerContext {
 };
 
 CallerContext read_caller_context();
+
+// The home directory of `uid` in a password file's text (passwd(5)
+// lines), the first entry for it; nullopt when none has an absolute home.
+// The static nsrun reads /etc/passwd with it instead of NSS, whose modules
+// a static binary would have to dlopen (about 160 KB more, and nothing to
+// load on a microVM that holds only nsrun).
+std::optional<std::string> home_in_passwd(std::string_view text, unsigned uid);
 
 // `args` excludes the program name.
 Result<Invocation> parse_native(std::span<const std::string> args, const CallerContext& ctx);
