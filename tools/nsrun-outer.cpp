@@ -5,7 +5,12 @@
 //   --userns           a new user (and mount) namespace, the caller mapped to
 //                      0, like `unshare -Ur` (needed by the unprivileged user
 //                      for the options below, and to lower userns limits)
+//   --userns-self      a new user (and mount) namespace, the caller mapped to
+//                      itself (its uid, not root, after exec: the unprivileged
+//                      user's way to the options that mount)
 //   --mountns          a new private mount namespace (root), like `unshare -m`
+//   --bind-file SRC DST  bind SRC over DST (a password database naming a
+//                      home the test made)
 //   --mask PATH        bind /dev/null over PATH (a masked /proc file, the way
 //                      container runtimes mask /proc/timer_list)
 //   --run-tmpfs        an empty tmpfs over /run
@@ -49,14 +54,15 @@ void write_text(const char* path, const char* text) {
   close(fd);
 }
 
-void enter_userns() {
+// `self`: the caller keeps its ids inside; else it is root there.
+void enter_userns(bool self) {
   const unsigned uid = getuid(), gid = getgid();
   if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) die("unshare", "CLONE_NEWUSER|CLONE_NEWNS");
   char map[64];
-  snprintf(map, sizeof map, "0 %u 1\n", uid);
+  snprintf(map, sizeof map, "%u %u 1\n", self ? uid : 0, uid);
   write_text("/proc/self/uid_map", map);
   write_text("/proc/self/setgroups", "deny\n");
-  snprintf(map, sizeof map, "0 %u 1\n", gid);
+  snprintf(map, sizeof map, "%u %u 1\n", self ? gid : 0, gid);
   write_text("/proc/self/gid_map", map);
 }
 
@@ -113,7 +119,13 @@ int outer_main(int argc, char** argv) {
       break;
     }
     if (strcmp(a, "--userns") == 0) {
-      enter_userns();
+      enter_userns(false);
+    } else if (strcmp(a, "--userns-self") == 0) {
+      enter_userns(true);
+    } else if (strcmp(a, "--bind-file") == 0 && i + 2 < argc) {
+      if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) die("make private", "/");
+      if (mount(argv[i + 1], argv[i + 2], nullptr, MS_BIND, nullptr) != 0) die("bind", argv[i + 2]);
+      i += 2;
     } else if (strcmp(a, "--mountns") == 0) {
       if (unshare(CLONE_NEWNS) != 0) die("unshare", "CLONE_NEWNS");
     } else if (strcmp(a, "--mask") == 0 && i + 1 < argc) {

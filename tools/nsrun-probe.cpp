@@ -650,17 +650,14 @@ bool write_text(const char* path, const char* text) {
   return n == static_cast<ssize_t>(strlen(text));
 }
 
-// nested-userns ACTION PATH FILE: a user namespace of our own (root inside,
-// every capability over a new mount namespace), then ACTION on PATH, then a
-// write of PATH/FILE. Prints each step: `unshare error EPERM`, or e.g.
-// `unshare ok remount-rw error EPERM write error EROFS`.
-int cmd_nested_userns(Args a) {
-  Line line;
+// Root in a user namespace of our own, with every capability over a new
+// mount namespace. Prints `unshare ok` (or the error) into `line`.
+bool enter_nested_userns(Line& line) {
   uid_t uid = getuid();
   gid_t gid = getgid();
   if (syscall(SYS_unshare, CLONE_NEWUSER | CLONE_NEWNS) != 0) {
     line.word("unshare").word("error").word(errno_name(errno)).print();
-    return kExitRefused;
+    return false;
   }
   line.word("unshare").word("ok");
   char map[64];
@@ -669,6 +666,53 @@ int cmd_nested_userns(Args a) {
   write_text("/proc/self/setgroups", "deny");
   snprintf(map, sizeof map, "0 %u 1", static_cast<unsigned>(gid));
   write_text("/proc/self/gid_map", map);
+  return true;
+}
+
+// The new mount API's read-only flag, cleared (mount_setattr's struct
+// mount_attr: attr_set, attr_clr, propagation, userns_fd).
+struct MountAttr {
+  uint64_t set = 0, clr = 0, propagation = 0, userns_fd = 0;
+};
+constexpr uint64_t kMountAttrRdonly = 0x1;
+constexpr unsigned kAtRecursive = 0x8000;
+constexpr unsigned kOpenTreeClone = 1;
+constexpr unsigned kMoveMountFEmptyPath = 4;
+
+long clear_rdonly(int dfd, const char* path, unsigned flags) {
+  MountAttr attr;
+  attr.clr = kMountAttrRdonly;
+  return syscall(SYS_mount_setattr, dfd, path, flags, &attr, sizeof attr);
+}
+
+// The new mount API against PATH: `setattr-rw` clears the read-only flag
+// in place (recursively); `clone-rw` clears it on a detached clone of the
+// tree and attaches the clone over PATH; `fsmount-over` attaches a new
+// tmpfs made with fsopen/fsmount over PATH. 0 or -1 with errno.
+int new_mount_api(const char* action, const char* path) {
+  if (strcmp(action, "setattr-rw") == 0) return static_cast<int>(clear_rdonly(AT_FDCWD, path, kAtRecursive));
+  if (strcmp(action, "clone-rw") == 0) {
+    const int tree = static_cast<int>(syscall(SYS_open_tree, AT_FDCWD, path, kOpenTreeClone | kAtRecursive | O_CLOEXEC));
+    if (tree < 0) return -1;
+    if (clear_rdonly(tree, "", AT_EMPTY_PATH | kAtRecursive) != 0) return -1;
+    return static_cast<int>(syscall(SYS_move_mount, tree, "", AT_FDCWD, path, kMoveMountFEmptyPath));
+  }
+  // fsmount-over
+  const int fs = static_cast<int>(syscall(SYS_fsopen, "tmpfs", 1 /* FSOPEN_CLOEXEC */));
+  if (fs < 0) return -1;
+  if (syscall(SYS_fsconfig, fs, 6 /* FSCONFIG_CMD_CREATE */, nullptr, nullptr, 0) != 0) return -1;
+  const int mnt = static_cast<int>(syscall(SYS_fsmount, fs, 1 /* FSMOUNT_CLOEXEC */, 0));
+  if (mnt < 0) return -1;
+  return static_cast<int>(syscall(SYS_move_mount, mnt, "", AT_FDCWD, path, kMoveMountFEmptyPath));
+}
+
+// nested-userns ACTION PATH FILE: a user namespace of our own (root inside,
+// every capability over a new mount namespace), then ACTION on PATH, then a
+// write of PATH/FILE. Prints each step: `unshare error EPERM`, or e.g.
+// `unshare ok remount-rw error EPERM write error EROFS`.
+int cmd_nested_userns(Args a) {
+  Line line;
+  if (!enter_nested_userns(line)) return kExitRefused;
   const char* action = a.v[0];
   int rc;
   if (strcmp(action, "remount-rw") == 0) {
@@ -677,6 +721,9 @@ int cmd_nested_userns(Args a) {
     rc = mount("tmpfs", a.v[1], "tmpfs", 0, nullptr);
   } else if (strcmp(action, "umount") == 0) {
     rc = umount2(a.v[1], MNT_DETACH);
+  } else if (strcmp(action, "setattr-rw") == 0 || strcmp(action, "clone-rw") == 0 ||
+             strcmp(action, "fsmount-over") == 0) {
+    rc = new_mount_api(action, a.v[1]);
   } else {
     return kExitUsage;
   }
@@ -694,6 +741,40 @@ int cmd_nested_userns(Args a) {
     line.word("error").word(errno_name(errno));
   }
   line.print();
+  return kExitOk;
+}
+
+// nested-reveal DIR NAME: in a user namespace of our own, a clone of the
+// mount at DIR without the mounts below it (open_tree without
+// AT_RECURSIVE), then NAME read through the clone's fd:
+// what a cover over DIR/NAME hides, if the clone left the cover behind.
+// Prints `unshare ok open_tree error EINVAL`, or `... read ok <first line>`.
+int cmd_nested_reveal(Args a) {
+  Line line;
+  if (!enter_nested_userns(line)) return kExitRefused;
+  const int tree = static_cast<int>(syscall(SYS_open_tree, AT_FDCWD, a.v[0], kOpenTreeClone | O_CLOEXEC));
+  line.word("open_tree");
+  if (tree < 0) {
+    line.word("error").word(errno_name(errno)).print();
+    return kExitOk;
+  }
+  line.word("ok");
+  // Through the detached clone itself: no attaching needed.
+  const int fd = openat(tree, a.v[1], O_RDONLY | O_CLOEXEC);
+  line.word("read");
+  if (fd < 0) {
+    line.word("error").word(errno_name(errno)).print();
+    return kExitOk;
+  }
+  char buf[256] = {};
+  const ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n < 0) {
+    line.word("error").word(errno_name(errno)).print();
+    return kExitOk;
+  }
+  if (char* nl = strchr(buf, '\n')) *nl = '\0';
+  line.word("ok").word(n == 0 ? "(empty)" : buf).print();
   return kExitOk;
 }
 
@@ -1191,7 +1272,9 @@ constexpr Subcommand kSubcommands[] = {
     {"umount", "PATH", 1, 1, cmd_umount},
     {"pivot-root", "NEW OLD", 2, 2, cmd_pivot_root},
     {"open-tree-move", "SRC DST", 2, 2, cmd_open_tree_move},
-    {"nested-userns", "remount-rw|mount-over|umount PATH FILE", 3, 3, cmd_nested_userns},
+    {"nested-userns", "remount-rw|mount-over|umount|setattr-rw|clone-rw|fsmount-over PATH FILE", 3, 3,
+     cmd_nested_userns},
+    {"nested-reveal", "DIR NAME", 2, 2, cmd_nested_reveal},
     {"ptrace", "PID", 1, 1, cmd_ptrace},
     {"kill", "PID SIG", 2, 2, cmd_kill},
     {"vm-read", "PID", 1, 1, cmd_vm_read},

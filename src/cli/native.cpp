@@ -1,5 +1,7 @@
 #include "cli/native.hpp"
 
+#include <fcntl.h>
+#include <pwd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -8,6 +10,8 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -15,8 +19,63 @@
 #include "policy/cow.hpp"
 #include "policy/protect.hpp"
 #include "probe/backend.hpp"
+#include "sys/fd.hpp"
+#include "sys/io.hpp"
 
 namespace nsrun {
+
+std::optional<std::string> home_in_passwd(std::string_view text, unsigned uid) {
+  const std::string id = std::to_string(uid);
+  while (!text.empty()) {
+    const std::size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+    // name:password:uid:gid:gecos:dir:shell
+    std::string_view fields[7];
+    std::size_t n = 0;
+    for (; n < 7; ++n) {
+      const std::size_t colon = line.find(':');
+      fields[n] = line.substr(0, colon);
+      if (colon == std::string_view::npos) break;
+      line = line.substr(colon + 1);
+    }
+    if (n < 5 || fields[2] != id) continue;
+    if (!fields[5].starts_with('/') || fields[5].find('\0') != std::string_view::npos) return std::nullopt;
+    return std::string(fields[5]);
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+#ifdef NSRUN_STATIC
+std::optional<std::string> read_account_home() {
+  Fd fd(::open("/etc/passwd", O_RDONLY | O_CLOEXEC));
+  if (!fd) return std::nullopt;
+  auto text = read_all(fd.get(), "read", "/etc/passwd", std::size_t{16} << 20);
+  if (!text) return std::nullopt;
+  return home_in_passwd(*text, ::getuid());
+}
+#else
+// getpwuid_r of the real uid: the account nsrun runs for, whatever $HOME
+// says. An entry without an absolute home counts as none.
+std::optional<std::string> read_account_home() {
+  std::vector<char> buf(16384);
+  while (true) {
+    struct passwd pw{};
+    struct passwd* found = nullptr;
+    const int rc = ::getpwuid_r(::getuid(), &pw, buf.data(), buf.size(), &found);
+    if (rc == ERANGE && buf.size() < (std::size_t{1} << 20)) {
+      buf.resize(buf.size() * 2);
+      continue;
+    }
+    if (rc != 0 || found == nullptr || pw.pw_dir == nullptr || pw.pw_dir[0] != '/') return std::nullopt;
+    return std::string(pw.pw_dir);
+  }
+}
+#endif
+
+}  // namespace
 
 CallerContext read_caller_context() {
   CallerContext ctx;
@@ -31,6 +90,7 @@ CallerContext read_caller_context() {
   };
   ctx.socket_env = SocketEnv{var("XDG_RUNTIME_DIR"), var("SSH_AUTH_SOCK"), var("HOME")};
   ctx.xdg_state_home = var("XDG_STATE_HOME");
+  ctx.account_home = read_account_home();
   ctx.lookup = lookup_host_path;
   return ctx;
 }
@@ -116,8 +176,16 @@ Result<Invocation> parse_native(std::span<const std::string> args, const CallerC
                                        ctx.lookup);
   // The default credentials that exist now, minus --allow-read: covered on
   // both rungs (docs/hardening.md).
+  // Under $HOME and under the account's home: $HOME is the caller's to
+  // set, and unset, `/` or `/tmp` must not show the real ~/.ssh.
   if (p.mode != Mode::full_access && ctx.lookup) {
-    auto hidden = credentials_to_hide(ctx.socket_env.home, p.hide_defaults, p.allow_read, ctx.lookup);
+    const std::vector<std::string> homes = credential_homes(ctx.socket_env.home, ctx.account_home);
+    if (homes.empty() && p.hide_defaults)
+      return fail(usage_error("hidden credentials",
+                              fmt::format("no home directory to hide them in ($HOME is {} and the password database "
+                                          "has no home for this user): set HOME, or give --hide-defaults none",
+                                          ctx.socket_env.home.empty() ? "unset" : "not absolute")));
+    auto hidden = credentials_to_hide(homes, p.hide_defaults, p.allow_read, ctx.lookup);
     if (!hidden) return fail(hidden.error());
     // A policy file's own list loses what --allow-read names too.
     std::erase_if(p.hidden_paths, [&](const std::string& h) {

@@ -1,8 +1,10 @@
 // The native front end: nsrun's own command line -> Policy.
 #pragma once
 
+#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "policy/policy.hpp"
@@ -34,9 +36,20 @@ struct CallerContext {
   SocketEnv socket_env;
   PathLookup lookup;
   std::string xdg_state_home;  // $XDG_STATE_HOME, for the copy-on-write layers
+  // The real uid's home directory in the password database (nullopt: no
+  // entry, or none could be read), asked here, before anything runs and
+  // never again (NSS after the root changes would read the sandbox's).
+  std::optional<std::string> account_home;
 };
 
 CallerContext read_caller_context();
+
+// The home directory of `uid` in a password file's text (passwd(5)
+// lines), the first entry for it; nullopt when none has an absolute home.
+// The static nsrun reads /etc/passwd with it instead of NSS, whose modules
+// a static binary would have to dlopen (about 160 KB more, and nothing to
+// load on a microVM that holds only nsrun).
+std::optional<std::string> home_in_passwd(std::string_view text, unsigned uid);
 
 // `args` excludes the program name.
 Result<Invocation> parse_native(std::span<const std::string> args, const CallerContext& ctx);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -148,10 +149,27 @@ Result<Fd> open_parent(int root, std::string_view rel, std::string& name) {
   const std::size_t slash = rel.find_last_of('/');
   name = std::string(slash == std::string_view::npos ? rel : rel.substr(slash + 1));
   const std::string parent = slash == std::string_view::npos ? "." : std::string(rel.substr(0, slash));
-  const int fd = sys::openat2(root, parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0,
-                              RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV);
-  if (fd < 0) return fail(sys_error("open", parent));
-  return Fd(fd);
+  constexpr uint64_t resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
+  // A path the kernel takes whole (under PATH_MAX) in one open; a longer
+  // one (a tree the command made deeper than that) in pieces that are,
+  // each beneath the last, so it is applied too, not failed on
+  // ENAMETOOLONG.
+  std::string_view rest = parent;
+  Fd at;
+  while (true) {
+    std::string_view piece = rest;
+    if (piece.size() >= PATH_MAX) {
+      const std::size_t cut = piece.find_last_of('/', PATH_MAX - 1);
+      if (cut == std::string_view::npos || cut == 0) return fail(sys_error("open", parent, ENAMETOOLONG));
+      piece = piece.substr(0, cut);
+    }
+    const int fd = sys::openat2(at ? at.get() : root, std::string(piece).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC,
+                                0, resolve);
+    if (fd < 0) return fail(sys_error("open", parent));
+    at = Fd(fd);
+    if (piece.size() == rest.size()) return at;
+    rest = rest.substr(piece.size() + 1);
+  }
 }
 
 // ---------------------------------------------------------------- patch
@@ -358,6 +376,20 @@ std::string temp_name() {
   return prefix + std::to_string(next++);
 }
 
+// A committed directory's mode: the command's permission and sticky bits,
+// never a set-user-ID or set-group-ID bit it set (a set-group-ID directory
+// hands its group to everything made in it later; for a root caller, a
+// group the command chose in its layer). The set-group-ID bit the host's
+// directory has (its own, or what mkdir inherited from a set-group-ID
+// parent) stays.
+Result<void> set_dir_mode(int fd, mode_t layer_mode, const std::string& path) {
+  struct stat now{};
+  if (::fstat(fd, &now) != 0) return fail(sys_error("stat", path));
+  const mode_t mode = (layer_mode & 07777 & ~mode_t{S_ISUID | S_ISGID}) | (now.st_mode & S_ISGID);
+  if (::fchmod(fd, mode) != 0) return fail(sys_error("chmod", path));
+  return {};
+}
+
 // Puts the upper entry `name` (upper dir `ud`) at `name` in host dir `hd`:
 // a file or symlink through a temporary name and one rename, a directory
 // made and filled the same way, entry by entry. `known`: the entry's stat,
@@ -380,8 +412,7 @@ Result<void> install(int ud, int hd, const std::string& name, const std::string&
     if (!names) return fail(names.error());
     for (const auto& n : *names)
       if (auto r = install(sub_u->get(), sub_h->get(), n, join(path, n)); !r) return r;
-    if (::fchmod(sub_h->get(), st.st_mode & 07777) != 0) return fail(sys_error("chmod", path));
-    return {};
+    return set_dir_mode(sub_h->get(), st.st_mode, path);
   }
   const std::string tmp = temp_name();
   // No setuid or setgid bit on what commit installs: the command set them
@@ -543,8 +574,7 @@ Result<void> apply(int upper, int lower, const Change& c) {
         // symlink the host put there since (commit --force skips the check).
         auto host_dir = open_dir_at(hd->get(), name, c.path);
         if (!host_dir) return fail(host_dir.error());
-        if (::fchmod(host_dir->get(), st.st_mode & 07777) != 0) return fail(sys_error("chmod", c.path));
-        return {};
+        return set_dir_mode(host_dir->get(), st.st_mode, c.path);
       }
       if (auto r = install(ud->get(), hd->get(), name, c.path); !r) return r;
       break;

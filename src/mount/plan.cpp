@@ -144,7 +144,16 @@ void expand_one(std::vector<MountStep>& out, const MountOp& m, ProcMode proc, co
       // module's default could turn the index on, and with it overlayfs
       // refuses (EBUSY) a second mount of an upper directory in use: the
       // home layer is shared by concurrent launches, so it is off here.
+      // nsrun's own layers keep user.* xattrs outside a user namespace too:
+      // commit and home diff read whiteouts and opaque directories from
+      // user.overlay.*, and with trusted.* the kernel's opaque marks went
+      // unseen (a directory the command emptied and remade kept its old
+      // files) while user.overlay.* was the command's to set (an opaque
+      // mark it forged on a directory it never touched made commit delete
+      // its files). With userxattr overlayfs refuses user.overlay.* to the
+      // command, as inside a user namespace.
       if (user_ns) s.options = "userxattr";
+      else if (m.kind == K::overlay && m.layer) s.options = "userxattr,index=off";
       else if (m.kind == K::overlay) s.options = "index=off";
       if (m.volatile_upper && m.kind == K::overlay) s.options += s.options.empty() ? "volatile" : ",volatile";
       out.push_back(std::move(s));

@@ -60,6 +60,7 @@ struct MountOp {
   std::vector<std::string> layers;     // overlays: host directories, uppermost first
   std::string workdir;                 // overlay: the work directory beside the upper one
   bool volatile_upper = false;         // overlay: mounted `volatile` (no sync of the upper file system)
+  bool layer = false;                  // overlay: one of nsrun's layers, read by commit and home diff
 
   bool operator==(const MountOp&) const = default;
 };

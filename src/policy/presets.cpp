@@ -22,6 +22,7 @@ MountOp layer_mount(const std::string& dir, const LayerDirs& layer) {
   MountOp m = op(MountOp::Kind::overlay, layer.upper, dir);
   m.layers = {dir};
   m.workdir = layer.work;
+  m.layer = true;
   if (layer.upper.empty()) m.kind = MountOp::Kind::ro_overlay;
   return m;
 }

@@ -42,7 +42,7 @@ constexpr std::array<DefaultPath, 11> protected_defaults{{
 // since CVE-2019-19604, and `git submodule` only runs what .git/config says.
 // It is a tracked file the command has every reason to edit.
 
-constexpr std::array<DefaultPath, 9> credential_defaults{{
+constexpr std::array<DefaultPath, 23> credential_defaults{{
     {".npmrc", "npm registry tokens (_authToken)"},
     {".ssh", "ssh private keys, and hosts they open"},
     {".aws", "AWS access keys and SSO tokens"},
@@ -52,6 +52,20 @@ constexpr std::array<DefaultPath, 9> credential_defaults{{
     {".netrc", "passwords for FTP, HTTP (curl, git) hosts"},
     {".git-credentials", "git's stored HTTPS passwords and tokens"},
     {".gnupg", "GnuPG private keys (the agent's socket is hidden with the sockets)"},
+    {".config/gh", "GitHub CLI's OAuth token (hosts.yml): push, and the API as the user"},
+    {".config/hub", "hub's GitHub token"},
+    {".claude/.credentials.json", "Claude Code's OAuth tokens"},
+    {".codex/auth.json", "Codex's OpenAI API key and ChatGPT tokens"},
+    {".pypirc", "PyPI upload tokens (twine)"},
+    {".cargo/credentials.toml", "crates.io publish token"},
+    {".cargo/credentials", "crates.io publish token (the name before Cargo 1.46)"},
+    {".terraform.d/credentials.tfrc.json", "Terraform Cloud and registry API tokens"},
+    {".config/op", "1Password CLI's account configuration and session keys"},
+    {".password-store", "pass's encrypted passwords (and which keys open them)"},
+    {".local/share/keyrings", "GNOME Keyring's stored passwords (login keyring)"},
+    {".mozilla", "Firefox profiles: cookies (live sessions), saved passwords"},
+    {".config/google-chrome", "Chrome profiles: cookies (live sessions), saved passwords"},
+    {".config/chromium", "Chromium profiles: cookies (live sessions), saved passwords"},
 }};
 
 bool below(std::string_view path, std::string_view dir) {
@@ -354,34 +368,48 @@ Result<void> validate_protection(const Policy& p) {
   return {};
 }
 
-Result<std::vector<std::string>> credentials_to_hide(const std::string& home, bool defaults,
+std::vector<std::string> credential_homes(std::string_view env_home, const std::optional<std::string>& account_home) {
+  std::vector<std::string> out;
+  const std::string_view account = account_home ? std::string_view(*account_home) : std::string_view();
+  for (const std::string_view h : {env_home, account}) {
+    if (h.empty() || h.front() != '/' || h.find('\0') != std::string_view::npos) continue;
+    std::string home = without_slash(std::string(h));
+    if (std::find(out.begin(), out.end(), home) == out.end()) out.push_back(std::move(home));
+  }
+  return out;
+}
+
+Result<std::vector<std::string>> credentials_to_hide(std::span<const std::string> homes, bool defaults,
                                                      const std::vector<std::string>& allowed,
                                                      const PathLookup& lookup) {
   std::vector<std::string> out;
-  if (!defaults || home.empty() || home.front() != '/') return out;
-  const std::string base = without_slash(home);
+  if (!defaults) return out;
   // Allowed paths, as given and canonical where they exist.
   std::vector<std::string> allow;
   for (const auto& a : allowed) {
     allow.push_back(without_slash(a));
     if (auto found = lookup(a)) allow.push_back(without_slash(found->real));
   }
-  for (const auto& c : credential_defaults) {
-    const std::string path = fmt::format("{}/{}", base, c.path);
-    auto found = lookup(path);
-    if (!found) continue;
-    const std::string real = without_slash(found->real);
-    bool allowed_here = false;
-    for (const auto& a : allow) {
-      if (a == path || a == real || below(path, a) || below(real, a)) allowed_here = true;
-      // Inside a hidden directory: the cover is the directory, whole.
-      else if (found->dir && (below(a, path) || below(a, real)))
-        return fail(usage_error("--allow-read", fmt::format("{} is inside the hidden {}: allow the directory itself",
-                                                            a, path)));
+  for (const auto& home : homes) {
+    if (home.empty() || home.front() != '/') continue;
+    const std::string base = without_slash(home);
+    for (const auto& c : credential_defaults) {
+      const std::string path = base == "/" ? fmt::format("/{}", c.path) : fmt::format("{}/{}", base, c.path);
+      auto found = lookup(path);
+      if (!found) continue;
+      const std::string real = without_slash(found->real);
+      bool allowed_here = false;
+      for (const auto& a : allow) {
+        if (a == path || a == real || below(path, a) || below(real, a)) allowed_here = true;
+        // Inside a hidden directory: the cover is the directory, whole.
+        else if (found->dir && (below(a, path) || below(a, real)))
+          return fail(usage_error("--allow-read", fmt::format("{} is inside the hidden {}: allow the directory itself",
+                                                              a, path)));
+      }
+      if (allowed_here) continue;
+      std::string entry = found->dir ? real + "/" : real;
+      if (std::find(out.begin(), out.end(), entry) == out.end()) out.push_back(std::move(entry));
     }
-    if (allowed_here) continue;
-    std::string entry = found->dir ? real + "/" : real;
-    if (std::find(out.begin(), out.end(), entry) == out.end()) out.push_back(std::move(entry));
   }
   return out;
 }

@@ -13,6 +13,8 @@
 
 #include <functional>
 #include <optional>
+#include <span>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -58,14 +60,22 @@ std::vector<std::string> sockets_to_hide(const std::vector<KnownSocket>& candida
                                          const std::vector<std::string>& already,
                                          const std::vector<std::string>& allowed, const PathLookup& lookup);
 
+// The homes whose default credentials are hidden: $HOME and the account's
+// home from the password database (getpwuid_r of the real uid), each
+// when absolute, without a trailing '/', once when they are the same.
+// Both, because $HOME is the caller's to set: unset, `/` or `/tmp` would
+// otherwise leave the real ~/.ssh readable. Empty: neither is known, and
+// the front end refuses rather than hide nothing.
+std::vector<std::string> credential_homes(std::string_view env_home, const std::optional<std::string>& account_home);
+
 // The default credentials (policy/protect.hpp) to hide, as
-// Policy::hidden_paths holds them: those under `home` (unless `defaults`
-// is off) that exist, canonical (a symlinked ~/.aws is hidden where it
-// leads), a directory with a trailing '/'; minus every path in `allowed`
-// and what is below one, compared canonically. An allowed path strictly
-// inside a hidden directory is refused: the cover is the whole directory
-// (allow the directory itself).
-Result<std::vector<std::string>> credentials_to_hide(const std::string& home, bool defaults,
+// Policy::hidden_paths holds them: those under each of `homes` (unless
+// `defaults` is off) that exist, canonical (a symlinked ~/.aws is hidden
+// where it leads), a directory with a trailing '/'; minus every path in
+// `allowed` and what is below one, compared canonically. An allowed path
+// strictly inside a hidden directory is refused: the cover is the whole
+// directory (allow the directory itself).
+Result<std::vector<std::string>> credentials_to_hide(std::span<const std::string> homes, bool defaults,
                                                      const std::vector<std::string>& allowed,
                                                      const PathLookup& lookup);
 

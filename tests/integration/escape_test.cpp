@@ -248,13 +248,18 @@ ESCAPE_CASE(ptrace_kill_vm_read_outside, "ptrace, kill and process_vm_readv of a
 void nested_userns_mounts(Rung rung) {
   TempDir ws("ws");
   TempDir host("host");  // outside the workspace: read-only inside
-  for (const char* action : {"remount-rw", "mount-over", "umount"}) {
+  // The new mount API too: mount_setattr clearing the read-only flag in
+  // place, on a detached clone (open_tree) attached back with move_mount,
+  // and a tmpfs made with fsopen/fsmount attached over the path.
+  for (const char* action : {"remount-rw", "mount-over", "umount", "setattr-rw", "clone-rw", "fsmount-over"}) {
     DYNAMIC_SECTION(action) {
       const std::string file = unique_token("nested");
+      const bool over = std::string_view(action) == "mount-over" || std::string_view(action) == "fsmount-over";
       // The default filter: no nested user namespace at all.
       // The root for a remount (a remount needs a mount point); a host
       // directory outside the workspace for the others.
-      const std::string target = std::string_view(action) == "remount-rw" ? "/" : host.path();
+      const bool at_root = std::string_view(action) == "remount-rw" || std::string_view(action) == "setattr-rw";
+      const std::string target = at_root ? "/" : host.path();
       RunResult r = attempt(rung, {}, {"nested-userns", action, target, file}, ws);
       check_refused(r, "unshare error EPERM");
 
@@ -273,10 +278,13 @@ void nested_userns_mounts(Rung rung) {
       // A tmpfs mounted over the path takes the write (in that private
       // namespace, so the host check below still holds); the others must
       // leave the path read-only.
-      if (std::string_view(action) != "mount-over") CHECK(r.out.find("write ok") == std::string::npos);
+      if (!over) CHECK(r.out.find("write ok") == std::string::npos);
       if (rung == Rung::namespaces) {
         if (std::string_view(action) == "remount-rw") CHECK(r.out.starts_with("unshare ok remount-rw error EPERM"));
         if (std::string_view(action) == "umount") CHECK(r.out.starts_with("unshare ok umount error EINVAL"));
+        // The read-only flag came in locked: no interface clears it.
+        if (std::string_view(action) == "setattr-rw") CHECK(r.out.starts_with("unshare ok setattr-rw error EPERM"));
+        if (std::string_view(action) == "clone-rw") CHECK(r.out.starts_with("unshare ok clone-rw error EPERM"));
       }
       CHECK_FALSE(file_exists(host / file));
       CHECK_FALSE(file_exists("/" + file));
@@ -285,6 +293,44 @@ void nested_userns_mounts(Rung rung) {
 }
 ESCAPE_CASE(nested_userns_mounts, "a nested user namespace used to remount rw, mount over a path, unmount a ro bind",
             "[mount][userns]")
+
+// A nested user namespace clones the mount a hidden credential's cover sits
+// on without the mounts below it (open_tree without AT_RECURSIVE) and reads
+// the file through the clone: the kernel refuses a clone that would drop a
+// locked mount (EINVAL); on the Landlock rung the clone's paths get no
+// right. Control: with nothing hidden the same clone reads the file.
+void nested_userns_clone_under_cover(Rung rung) {
+  TempDir ws("ws");
+  TempDir home("home");
+  make_dir(home / ".ssh", 0700);
+  write_file(home / ".ssh/id_ed25519", "SECRET-KEY\n", 0600);
+  RunOptions opts = at(ws);
+  opts.env = {"HOME=" + home.path()};
+  for (const bool filter : {true, false}) {
+    std::vector<std::string> args = concat(rung_options(rung), {"--allow-nested-userns"});
+    if (!filter) args.insert(args.end(), {"--seccomp", "none"});
+    for (const auto& [dir, name] : {std::pair<std::string, std::string>{home.path(), ".ssh/id_ed25519"},
+                                    {home.path() + "/.ssh", "id_ed25519"},
+                                    {"/", home.path().substr(1) + "/.ssh/id_ed25519"}}) {
+      RunResult r = nsrun(concat(args, {"--", probe_path(), "nested-reveal", dir, name}), opts);
+      INFO(dir << " " << name << ": " << r.out << r.err);
+      CHECK(r.out.starts_with("unshare ok open_tree "));
+      CHECK(r.out.find("SECRET") == std::string::npos);
+      if (rung == Rung::namespaces && !filter && dir == home.path())
+        CHECK(r.out == "unshare ok open_tree error EINVAL\n");
+    }
+  }
+  if (rung == Rung::namespaces) {
+    RunResult shown = nsrun(concat(rung_options(rung), {"--allow-nested-userns", "--seccomp", "none", "--hide-defaults",
+                                                        "none", "--", probe_path(), "nested-reveal", home.path(),
+                                                        ".ssh/id_ed25519"}),
+                            opts);
+    INFO(shown.err);
+    CHECK(shown.out == "unshare ok open_tree ok read ok SECRET-KEY\n");
+  }
+}
+ESCAPE_CASE(nested_userns_clone_under_cover, "a nested user namespace clones a mount without the cover over a hidden "
+            "credential", "[mount][userns][credentials]")
 
 void direct_mounts(Rung rung) {
   TempDir ws("ws");

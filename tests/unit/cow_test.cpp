@@ -13,6 +13,7 @@
 #include "launch/ladder.hpp"
 #include "layers/changes.hpp"
 #include "layers/dirs.hpp"
+#include "policy/presets.hpp"
 #include "mount/plan.hpp"
 #include "policy/cow.hpp"
 #include "policy/policy.hpp"
@@ -116,6 +117,24 @@ TEST_CASE("cow: the plan overlays the home, then the workspace, then hides the l
   CHECK((s.attrs & attr::rdonly) == 0);
   // No writable bind of the real workspace anywhere.
   CHECK(index_of(*plan, Op::bind, "/home/u/src/ws") == plan->mounts.size());
+}
+
+// Outside a user namespace overlayfs would keep its marks in trusted.*,
+// which commit does not read, and leave user.overlay.* to the command:
+// nsrun's layers ask for user.* there too; a policy's own overlay keeps
+// the kernel's default (bwrap's semantics).
+TEST_CASE("cow: the layers keep user.* overlay marks without a user namespace too") {
+  Policy p = cow_policy();
+  p.ns.user = false;
+  MountOp own = mount_op(MountOp::Kind::overlay, "/data/upper", "/data/merged");
+  own.layers = {"/data/lower"};
+  own.workdir = "/data/work";
+  p.mounts.push_back(own);
+  auto plan = make_plan(p, HostFacts{0, 0, p.workspace});
+  REQUIRE(plan);
+  CHECK(plan->mounts[index_of(*plan, Op::overlay, "/home/u/src/ws")].options == "userxattr,index=off,volatile");
+  CHECK(plan->mounts[index_of(*plan, Op::overlay, "/home/u")].options == "userxattr,index=off");
+  CHECK(plan->mounts[index_of(*plan, Op::overlay, "/data/merged")].options == "index=off");
 }
 
 TEST_CASE("cow: unmade layers give a read-only overlay, never a writable bind") {

@@ -459,3 +459,20 @@ TEST_CASE("validation: with the preset, no policy mount binds over / (it would c
   p.mounts = {mount_op(K::bind, "/", "/"), mount_op(K::proc, "", "/proc")};
   CHECK(validate(p, true));
 }
+
+TEST_CASE("the account's home from a password file's text", "[unit][credentials]") {
+  const std::string text =
+      "root:x:0:0:root:/root:/bin/bash\n"
+      "u:x:1000:1000:A User,,,:/home/u:/bin/sh\n"
+      "nohome:x:1001:1001::relative:/bin/sh\n"
+      "short:x:1002\n"
+      "u2:x:1000:1000::/elsewhere:/bin/sh\n"
+      "last:x:1003:1003::/home/last:/bin/sh";
+  CHECK(home_in_passwd(text, 0) == std::optional<std::string>("/root"));
+  CHECK(home_in_passwd(text, 1000) == std::optional<std::string>("/home/u"));  // the first entry
+  CHECK(home_in_passwd(text, 1001) == std::nullopt);
+  CHECK(home_in_passwd(text, 1002) == std::nullopt);
+  CHECK(home_in_passwd(text, 1003) == std::optional<std::string>("/home/last"));
+  CHECK(home_in_passwd(text, 10) == std::nullopt);
+  CHECK(home_in_passwd("", 0) == std::nullopt);
+}

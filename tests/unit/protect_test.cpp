@@ -102,17 +102,52 @@ TEST_CASE("hidden credentials: existing, canonical, minus --allow-read", "[unit]
     if (it == host.end()) return std::nullopt;
     return it->second;
   };
-  auto hidden = credentials_to_hide("/h/", true, {}, lookup);
+  auto hidden = credentials_to_hide(std::vector<std::string>{"/h/"}, true, {}, lookup);
   REQUIRE(hidden);
   CHECK(*hidden == std::vector<std::string>{"/h/.npmrc", "/h/.ssh/", "/data/aws/", "/h/.docker/config.json"});
-  auto allowed = credentials_to_hide("/h", true, {"/h/.npmrc", "/data/aws"}, lookup);
+  auto allowed = credentials_to_hide(std::vector<std::string>{"/h"}, true, {"/h/.npmrc", "/data/aws"}, lookup);
   REQUIRE(allowed);
   CHECK(*allowed == std::vector<std::string>{"/h/.ssh/", "/h/.docker/config.json"});
-  CHECK(credentials_to_hide("/h", true, {"/h"}, lookup)->empty());
-  CHECK(credentials_to_hide("/h", false, {}, lookup)->empty());
-  CHECK(credentials_to_hide("", true, {}, lookup)->empty());
+  CHECK(credentials_to_hide(std::vector<std::string>{"/h"}, true, {"/h"}, lookup)->empty());
+  CHECK(credentials_to_hide(std::vector<std::string>{"/h"}, false, {}, lookup)->empty());
+  CHECK(credentials_to_hide(std::vector<std::string>{""}, true, {}, lookup)->empty());
   // Inside a hidden directory: the cover is the directory.
-  CHECK_FALSE(credentials_to_hide("/h", true, {"/h/.ssh/known_hosts"}, lookup));
+  CHECK_FALSE(credentials_to_hide(std::vector<std::string>{"/h"}, true, {"/h/.ssh/known_hosts"}, lookup));
+}
+
+TEST_CASE("hidden credentials: under $HOME and the account's home, whatever $HOME says", "[unit][credentials]") {
+  // $HOME unset, `/`, `/tmp`, relative: the account's home still counts.
+  CHECK(credential_homes("", std::string("/home/u")) == std::vector<std::string>{"/home/u"});
+  CHECK(credential_homes("/", std::string("/home/u")) == std::vector<std::string>{"/", "/home/u"});
+  CHECK(credential_homes("/tmp/", std::string("/home/u/")) == std::vector<std::string>{"/tmp", "/home/u"});
+  CHECK(credential_homes("home/u", std::string("/home/u")) == std::vector<std::string>{"/home/u"});
+  CHECK(credential_homes("/home/u/", std::string("/home/u")) == std::vector<std::string>{"/home/u"});
+  CHECK(credential_homes("/home/u", std::nullopt) == std::vector<std::string>{"/home/u"});
+  // Neither: nothing (the front end refuses).
+  CHECK(credential_homes("", std::nullopt).empty());
+  CHECK(credential_homes("rel", std::string("rel")).empty());
+
+  const std::map<std::string, FoundPath> host = {
+      {"/home/u/.ssh", {"/home/u/.ssh", true}},
+      {"/home/u/.config/gh", {"/home/u/.config/gh", true}},
+      {"/home/u/.pypirc", {"/home/u/.pypirc", false}},
+      {"/other/.npmrc", {"/other/.npmrc", false}},
+      {"/.netrc", {"/.netrc", false}},
+  };
+  PathLookup lookup = [&](const std::string& p) -> std::optional<FoundPath> {
+    auto it = host.find(p);
+    if (it == host.end()) return std::nullopt;
+    return it->second;
+  };
+  auto both = credentials_to_hide(credential_homes("/other", std::string("/home/u")), true, {}, lookup);
+  REQUIRE(both);
+  CHECK(*both == std::vector<std::string>{"/other/.npmrc", "/home/u/.ssh/", "/home/u/.config/gh/", "/home/u/.pypirc"});
+  // HOME=/: its candidates are /.ssh, /.netrc..., spelt without a double slash.
+  auto root = credentials_to_hide(credential_homes("/", std::nullopt), true, {"/.netrc"}, lookup);
+  REQUIRE(root);
+  CHECK(root->empty());
+  // Every default is relative and plain: no '..', no leading '/'.
+  for (const auto& d : default_credentials()) CHECK(normal_relative(d.path) == std::string(d.path));
 }
 
 TEST_CASE("plan: one protect step per protected path and writable root, after the covers", "[unit][protect]") {
