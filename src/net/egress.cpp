@@ -494,10 +494,13 @@ Opened open_target(State& s, std::string_view protocol, const Host& host, uint16
 }
 
 std::string http_refusal(int status, std::string_view reason, std::string_view host) {
-  const std::string_view text = status == 403 ? "Forbidden" : status == 400 ? "Bad Request" : "Bad Gateway";
-  const std::string body = status == 403   ? fmt::format("nsrun: {}: {}\n", host, reason)
-                           : status == 400 ? fmt::format("nsrun: bad request: {}\n", reason)
-                                           : fmt::format("nsrun: {}: cannot connect ({})\n", host, reason);
+  const std::string_view text = status == 403   ? "Forbidden"
+                                : status == 400 ? "Bad Request"
+                                : status == 411 ? "Length Required"
+                                                : "Bad Gateway";
+  const std::string body = status == 403                    ? fmt::format("nsrun: {}: {}\n", host, reason)
+                           : status == 400 || status == 411 ? fmt::format("nsrun: bad request: {}\n", reason)
+                                                            : fmt::format("nsrun: {}: cannot connect ({})\n", host, reason);
   return fmt::format("HTTP/1.1 {} {}\r\nX-Proxy-Error: {}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n"
                      "Connection: close\r\n\r\n{}",
                      status, text, reason, body.size(), body);
@@ -530,6 +533,42 @@ void relay(int a_in, int a_out, int b_in, int b_out) {
 }
 
 void relay(int a, int b) { relay(a, a, b, b); }
+
+// An absolute-URI request: `body` more bytes of the client's go upstream
+// (the rest of its declared body), then nothing more. What the client
+// sends after them is a second request on the same connection, chosen for
+// another host perhaps: it is read and dropped, never forwarded (the
+// client reads `Connection: close` in the answer and asks again on a new
+// connection). The answer flows back whole.
+void relay_one_request(int client, int upstream, uint64_t body) {
+  char buf[65536];
+  bool open[2] = {true, true};
+  while (open[0] || open[1]) {
+    pollfd p[2] = {{client, static_cast<short>(open[0] ? POLLIN : 0), 0}, {upstream, static_cast<short>(open[1] ? POLLIN : 0), 0}};
+    const int r = ::poll(p, 2, -1);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return;
+    if (open[0] && (p[0].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
+      const ssize_t n = ::read(client, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        open[0] = false;
+        ::shutdown(upstream, SHUT_WR);
+        if (n < 0) return;
+      } else {
+        const auto forward = static_cast<std::size_t>(std::min<uint64_t>(body, static_cast<uint64_t>(n)));
+        body -= forward;
+        if (forward > 0 && !send_all(upstream, std::string_view(buf, forward))) return;
+      }
+    }
+    if (open[1] && (p[1].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
+      const ssize_t n = ::read(upstream, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return;  // the answer is complete: the connection ends with it
+      if (!send_all(client, std::string_view(buf, static_cast<std::size_t>(n)))) return;
+    }
+  }
+}
 
 // A tunnel to port 443 must start with a ClientHello naming the host the
 // tunnel was opened for: an allowed name must not front for another one
@@ -649,6 +688,18 @@ void serve_http(State& s, int client, std::string buf, int64_t deadline) {
       return;
     }
   }
+  // The one request the connection carries ends where its body does, so
+  // the body's length must be known before anything is sent.
+  uint64_t body = 0;
+  if (!connect) {
+    const BodyLength length = request_body_length(head->headers);
+    if (!length.error.empty()) {
+      s.record(refused_request(protocol, host->name, authority.port, length.error));
+      (void)send_all(client, http_refusal(length.error == "transfer-encoding" ? 411 : 400, length.error, host->name));
+      return;
+    }
+    body = length.bytes;
+  }
   Opened o = open_target(s, protocol, *host, authority.port);
   if (o.status != 0) {
     const std::string reason = o.decision.reason;
@@ -662,7 +713,8 @@ void serve_http(State& s, int client, std::string buf, int64_t deadline) {
     return;
   }
   // One request per connection: the upstream was chosen for this one, so
-  // the proxy asks it to close after answering.
+  // the proxy asks it to close after answering, and forwards nothing of
+  // the client's past this request's body (relay_one_request()).
   std::string request = fmt::format("{} {} {}\r\n", head->method, origin_form, head->version);
   for (const auto& [name, value] : head->headers) {
     if (same_name(name, "proxy-connection") || same_name(name, "proxy-authorization") || same_name(name, "connection") ||
@@ -671,104 +723,73 @@ void serve_http(State& s, int client, std::string buf, int64_t deadline) {
     request += fmt::format("{}: {}\r\n", name, value);
   }
   request += "Connection: close\r\n\r\n";
-  request += pending;
+  const std::size_t first = static_cast<std::size_t>(std::min<uint64_t>(body, pending.size()));
+  request.append(pending, 0, first);
   const Tracked upstream(s, std::move(o.upstream));
   if (!upstream.ok()) return;
   s.record(o.decision);
   if (!send_all(upstream.get(), request)) return;
-  relay(client, upstream.get());
+  relay_one_request(client, upstream.get(), body - first);
+}
+
+// Reads from `client` into `buf` until `parse(buf)` is no longer
+// incomplete (SOCKS asks for at most max_socks_request bytes).
+template <typename Parsed>
+Parsed read_parsed(int client, std::string& buf, int64_t deadline, Parsed (*parse)(std::string_view)) {
+  Parsed r;
+  if (!read_until(client, buf, max_socks_request, deadline, [&](const std::string& b) {
+        r = parse(b);
+        return r.status != SocksStatus::incomplete;
+      }))
+    r.status = SocksStatus::incomplete;
+  return r;
+}
+
+// The common end of both SOCKS versions once the request is read.
+void serve_socks(State& s, int client, std::string_view protocol, const SocksRequest& r, std::string pending, int64_t deadline,
+                 const std::function<void(char)>& reply, char refused, char failed, std::string_view connected) {
+  // A mapped IPv6 becomes its IPv4 here.
+  auto host = hosts::canonical_host(r.host);
+  if (!host || r.port == 0) {
+    s.record(refused_request(protocol, r.host, r.port, "bad-host"));
+    return reply(refused);
+  }
+  Opened o = open_target(s, protocol, *host, r.port);
+  if (o.status != 0) {
+    s.record(std::move(o.decision));
+    return reply(o.status == 403 ? refused : failed);
+  }
+  // The bound address is not the client's business (and no client uses it).
+  if (!send_all(client, connected)) return;
+  tunnel(s, client, o, *host, std::move(pending), deadline);
 }
 
 void serve_socks5(State& s, int client, std::string buf, int64_t deadline) {
-  if (!read_exact(client, buf, 2, deadline)) return;
-  const std::size_t methods = static_cast<unsigned char>(buf[1]);
-  if (methods == 0 || !read_exact(client, buf, 2 + methods, deadline)) return;
-  if (buf.substr(2, methods).find('\0') == std::string::npos) {
+  const Socks5Greeting g = read_parsed(client, buf, deadline, parse_socks5_greeting);
+  if (g.status != SocksStatus::ok) return;
+  if (!g.no_auth) {
     (void)send_all(client, std::string("\x05\xff", 2));  // only "no authentication"
     return;
   }
   if (!send_all(client, std::string("\x05\x00", 2))) return;
-  buf.erase(0, 2 + methods);
-  if (!read_exact(client, buf, 5, deadline)) return;
+  buf.erase(0, g.consumed);
   auto reply = [&](char code) { (void)send_all(client, std::string("\x05", 1) + code + std::string("\x00\x01\0\0\0\0\0\0", 8)); };
-  if (buf[0] != 5) return;
-  if (buf[1] != 1) return reply(0x07);  // CONNECT only
-  const char atyp = buf[3];
-  std::size_t need = atyp == 1 ? 4 + 4 + 2 : atyp == 4 ? 4 + 16 + 2 : atyp == 3 ? 4 + 1 + static_cast<unsigned char>(buf[4]) + 2 : 0;
-  if (need == 0) return reply(0x08);
-  if (!read_exact(client, buf, need, deadline)) return;
-  const uint16_t port = static_cast<uint16_t>((static_cast<unsigned char>(buf[need - 2]) << 8) | static_cast<unsigned char>(buf[need - 1]));
-  std::expected<Host, std::string> host = std::unexpected("");
-  std::string shown;
-  if (atyp == 3) {
-    shown = buf.substr(5, need - 7);
-    host = hosts::canonical_host(shown);
-  } else {
-    Address a;
-    a.v4 = atyp == 1;
-    std::memcpy(a.bytes.data(), buf.data() + 4, a.v4 ? 4 : 16);
-    shown = hosts::address_text(a);
-    host = hosts::canonical_host(shown);  // a mapped IPv6 becomes its IPv4
-  }
-  if (!host || port == 0) {
-    s.record(refused_request("socks5", shown, port, "bad-host"));
-    return reply(0x02);
-  }
-  std::string pending = buf.substr(need);
-  Opened o = open_target(s, "socks5", *host, port);
-  if (o.status != 0) {
-    s.record(std::move(o.decision));
-    return reply(o.status == 403 ? 0x02 : 0x04);
-  }
-  // The bound address is not the client's business (and no client uses it).
-  if (!send_all(client, std::string("\x05\x00\x00\x01\0\0\0\0\0\0", 10))) return;
-  tunnel(s, client, o, *host, std::move(pending), deadline);
+  const SocksRequest r = read_parsed(client, buf, deadline, parse_socks5_request);
+  if (r.status == SocksStatus::bad && r.reply != 0) return reply(static_cast<char>(r.reply));
+  if (r.status != SocksStatus::ok) return;
+  serve_socks(s, client, "socks5", r, buf.substr(r.consumed), deadline, reply, 0x02, 0x04,
+              std::string_view("\x05\x00\x00\x01\0\0\0\0\0\0", 10));
 }
 
 void serve_socks4(State& s, int client, std::string buf, int64_t deadline) {
-  if (!read_exact(client, buf, 8, deadline)) return;
   auto reply = [&](char code) { (void)send_all(client, std::string("\x00", 1) + code + std::string(6, '\0')); };
-  const uint16_t port = static_cast<uint16_t>((static_cast<unsigned char>(buf[2]) << 8) | static_cast<unsigned char>(buf[3]));
-  // The user id, then for 4a (address 0.0.0.x, x != 0) the host name, each ending in NUL.
-  auto nul_after = [&](std::size_t from) -> std::size_t {
-    std::size_t at = std::string::npos;
-    if (!read_until(client, buf, from + 256, deadline, [&](const std::string& b) {
-          at = b.find('\0', from);
-          return at != std::string::npos;
-        }))
-      return std::string::npos;
-    return at;
-  };
-  const std::size_t user_end = nul_after(8);
-  if (user_end == std::string::npos) return reply(0x5b);
-  if (buf[1] != 1) return reply(0x5b);  // CONNECT only
-  const bool socks4a = buf[4] == 0 && buf[5] == 0 && buf[6] == 0 && buf[7] != 0;
-  std::string shown;
-  std::size_t consumed = user_end + 1;
-  if (socks4a) {
-    const std::size_t name_end = nul_after(consumed);
-    if (name_end == std::string::npos) return reply(0x5b);
-    shown = buf.substr(consumed, name_end - consumed);
-    consumed = name_end + 1;
-  } else {
-    Address a;
-    std::memcpy(a.bytes.data(), buf.data() + 4, 4);
-    shown = hosts::address_text(a);
+  const SocksRequest r = read_parsed(client, buf, deadline, parse_socks4_request);
+  if (r.status != SocksStatus::ok) {
+    if (buf.size() >= 8) reply(0x5b);
+    return;
   }
-  const std::string_view protocol = "socks4";
-  auto host = hosts::canonical_host(shown);
-  if (!host || port == 0) {
-    s.record(refused_request(protocol, shown, port, "bad-host"));
-    return reply(0x5b);
-  }
-  std::string pending = buf.substr(consumed);
-  Opened o = open_target(s, protocol, *host, port);
-  if (o.status != 0) {
-    s.record(std::move(o.decision));
-    return reply(0x5b);
-  }
-  if (!send_all(client, std::string("\x00\x5a\0\0\0\0\0\0", 8))) return;
-  tunnel(s, client, o, *host, std::move(pending), deadline);
+  serve_socks(s, client, "socks4", r, buf.substr(r.consumed), deadline, reply, 0x5b, 0x5b,
+              std::string_view("\x00\x5a\0\0\0\0\0\0", 8));
 }
 
 // One listener for the three protocols: the first byte tells them apart
