@@ -482,7 +482,7 @@ LaunchOutcome run(Prepared& p, Readiness ready) {
     proxy_listener = std::move(*listener);
     egress::retarget_proxy_environment(p.env, port);
     connector = std::make_shared<egress::Connector>(port);
-    p.egress->admit = [connector](const sockaddr_storage& peer) { return connector->admit(peer); };
+    p.egress->announced_peers_only = true;
     p.notify_handler = [connector](int l, const seccomp_notif& call) { return connector->handle(l, call); };
     p.require_listener = true;
   }
@@ -597,6 +597,7 @@ LaunchOutcome run(Prepared& p, Readiness ready) {
     }
     proxy = std::move(*started);
     connector->on_decision([e = proxy.get()](egress::Decision d) { e->record(std::move(d)); });
+    connector->on_source([e = proxy.get()](uint16_t port, bool made) { e->announce(port, made); });
   }
   out = supervise(child, channel->parent.get(), p, original_mask, "the supervisor", proxy.get());
   if (proxy) p.egress_decisions = proxy->stop();

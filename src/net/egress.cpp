@@ -6,8 +6,11 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
-#include <sys/eventfd.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -22,9 +25,11 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <thread>
 
 #include <fmt/format.h>
 
+#include "net/confine.hpp"
 #include "net/resolve.hpp"
 #include "net/wire.hpp"
 #include "sys/utc.hpp"
@@ -273,25 +278,48 @@ Result<void> send_listeners(int to_nsrun) {
   return {};
 }
 
+// One State in nsrun (the decisions, the listeners until the proxy
+// starts, the proxy process) and one in the proxy process (its workers,
+// the peers nsrun announced), both of this type.
 struct Egress::State {
   EgressConfig config;
-  // The host's /etc/hosts and resolv.conf, read once, at the first name
-  // to resolve (a launch that resolves nothing reads neither).
-  std::once_flag resolver_read;
+  // In the proxy: the host's /etc/hosts and resolv.conf, read before it
+  // confines itself (afterwards it can open no file).
   std::string hosts_text;
   resolve::Config resolver;
   Fd channel;       // from the sandbox, until the listeners arrive
-  std::optional<std::array<Fd, 3>> listeners;  // taken by nsrun's wait loop before the thread starts
-  bool woken = false;  // the main loop was started (or could not be)
-  Fd stop_event;    // eventfd: the main loop's stop signal
+  std::optional<std::array<Fd, 3>> listeners;  // taken by nsrun's wait loop before the proxy starts
+  bool woken = false;  // the proxy was started (or could not be)
+  // The control pair (SOCK_SEQPACKET, one message each): in nsrun `ctl`
+  // is nsrun's end and `proxy_ctl` the proxy's until the fork; in the
+  // proxy `ctl` is the proxy's end. nsrun -> proxy: 'P' or 'U' and a
+  // port (a peer announced or withdrawn, the Landlock rung), 'S' (stop).
+  // proxy -> nsrun: 'D' and a decision (encode_decision()), 'E' and why
+  // the proxy could not confine itself.
+  Fd ctl;
+  Fd proxy_ctl;
+  Fd pidfd;  // nsrun: the proxy process
+  std::thread reader;  // nsrun: reads the proxy's messages
+  bool reader_done = false;
+  bool stopped = false;
   std::mutex mutex;
   std::condition_variable idle;
   std::vector<Decision> decisions;
-  std::set<int> open;  // every socket a worker uses, shut down by stop()
-  int workers = 0;     // running threads, the main loop included
+  // The proxy's side.
+  bool in_proxy = false;
+  std::set<int> open;  // every socket a worker uses, shut down at the end
+  int workers = 0;     // running worker threads
   bool stopping = false;
+  std::multiset<uint16_t> announced;  // source ports nsrun made for the command (Landlock rung)
 
   void record(Decision d) {
+    if (in_proxy) {
+      // The time is nsrun's, at arrival.
+      const std::string m = encode_decision(d);
+      const std::lock_guard lock(mutex);
+      (void)::send(ctl.get(), m.data(), m.size(), MSG_NOSIGNAL);
+      return;
+    }
     d.time = now_rfc3339();
     const std::lock_guard lock(mutex);
     if (config.log_fd >= 0) (void)send_line(json::dump(to_json(d), false) + "\n");
@@ -383,10 +411,6 @@ resolve::Resolution resolve_host(State& s, const Host& host) {
   for (const auto& [name, a] : s.config.pinned)
     if (name == host.name) out.addresses.push_back(a);
   if (!out.addresses.empty()) return out;
-  std::call_once(s.resolver_read, [&] {
-    s.hosts_text = resolve::read_hosts_file();
-    s.resolver = resolve::read_resolv_conf();
-  });
   return resolve::resolve(host.name, s.hosts_text, s.resolver, resolve_ms);
 }
 
@@ -884,19 +908,15 @@ void start_worker(const std::shared_ptr<State>& s, std::function<void(State&)> f
     s->leave();
 }
 
-Result<std::array<Fd, 3>> receive_listeners(State& s, bool wait = true) {
-  if (wait) {
-    pollfd p[2] = {{s.channel.get(), POLLIN, 0}, {s.stop_event.get(), POLLIN, 0}};
-    while (::poll(p, 2, -1) < 0)
-      if (errno != EINTR) return fail(sys_error("egress listeners", "poll"));
-    if ((p[1].revents & POLLIN) != 0) return fail(Error{"egress listeners", 0, {}, "stopped"});
-  }
+// The listeners, when the sandbox has sent them (nsrun's wait loop saw
+// the channel readable, or polls it).
+Result<std::array<Fd, 3>> receive_listeners(State& s) {
   int fds[3] = {-1, -1, -1};
   ListenerMessage m;
   ssize_t n;
-  do n = ::recvmsg(s.channel.get(), &m.msg, MSG_CMSG_CLOEXEC | (wait ? 0 : MSG_DONTWAIT));
+  do n = ::recvmsg(s.channel.get(), &m.msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
   while (n < 0 && errno == EINTR);
-  if (n < 0 && errno == EAGAIN && !wait) return fail(Error{"egress listeners", EAGAIN, {}, "not sent yet"});
+  if (n < 0 && errno == EAGAIN) return fail(Error{"egress listeners", EAGAIN, {}, "not sent yet"});
   s.channel.reset();
   const cmsghdr* c = CMSG_FIRSTHDR(&m.msg);
   if (n != 1 || c == nullptr || c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(sizeof fds))
@@ -905,33 +925,52 @@ Result<std::array<Fd, 3>> receive_listeners(State& s, bool wait = true) {
   return std::array<Fd, 3>{Fd(fds[0]), Fd(fds[1]), Fd(fds[2])};
 }
 
-void serve_listeners(const std::shared_ptr<State>& s, std::array<Fd, 3>& listeners);
+// The proxy: reads what nsrun sent, without waiting. False once nsrun
+// said stop or is gone.
+bool drain_control(State& s) {
+  char m[8];
+  while (true) {
+    const ssize_t n = ::recv(s.ctl.get(), m, sizeof m, MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) return true;
+    if (n <= 0 || m[0] == 'S') return false;
+    if (n == 3 && (m[0] == 'P' || m[0] == 'U')) {
+      const uint16_t port = be16(std::string_view(m, 3), 1);
+      if (m[0] == 'P') s.announced.insert(port);
+      else if (auto it = s.announced.find(port); it != s.announced.end()) s.announced.erase(it);
+    }
+  }
+}
 
-void main_loop(const std::shared_ptr<State>& s) {
-  auto listeners = s->listeners ? Result<std::array<Fd, 3>>(std::move(*s->listeners)) : receive_listeners(*s);
-  if (!listeners) return;
-  serve_listeners(s, *listeners);
-  // The UDP socket closes with this frame: wait for the DNS workers that
-  // answer on it first (stop() shuts their sockets down).
-  std::unique_lock lock(s->mutex);
-  s->idle.wait(lock, [&] { return s->workers == 1; });
+// The Landlock rung's listener is on the host's loopback: serve a peer
+// only from a socket nsrun made for the command, each once.
+bool admit(State& s, const sockaddr_storage& peer) {
+  if (!s.config.announced_peers_only) return true;
+  (void)drain_control(s);  // the announcement was sent before the connect
+  if (peer.ss_family != AF_INET) return false;
+  const auto& in = reinterpret_cast<const sockaddr_in&>(peer);
+  if (ntohl(in.sin_addr.s_addr) != INADDR_LOOPBACK) return false;
+  auto it = s.announced.find(ntohs(in.sin_port));
+  if (it == s.announced.end()) return false;
+  s.announced.erase(it);
+  return true;
 }
 
 void serve_listeners(const std::shared_ptr<State>& s, std::array<Fd, 3>& listeners) {
   auto& [proxy, dns_udp, dns_tcp] = listeners;
-  pollfd p[4] = {{proxy.get(), POLLIN, 0}, {dns_udp.get(), POLLIN, 0}, {dns_tcp.get(), POLLIN, 0}, {s->stop_event.get(), POLLIN, 0}};
+  pollfd p[4] = {{proxy.get(), POLLIN, 0}, {dns_udp.get(), POLLIN, 0}, {dns_tcp.get(), POLLIN, 0}, {s->ctl.get(), POLLIN, 0}};
   const int udp = dns_udp.get();
   while (true) {
     if (::poll(p, 4, -1) < 0) {
       if (errno == EINTR) continue;
       return;
     }
-    if ((p[3].revents & POLLIN) != 0) return;
+    if (p[3].revents != 0 && !drain_control(*s)) return;
     if ((p[0].revents & POLLIN) != 0) {
       sockaddr_storage peer{};
       socklen_t peer_len = sizeof peer;
       Fd c(::accept4(proxy.get(), reinterpret_cast<sockaddr*>(&peer), &peer_len, SOCK_CLOEXEC));
-      if (c && s->config.admit && !s->config.admit(peer)) {
+      if (c && !admit(*s, peer)) {
         Decision d;
         d.protocol = "proxy";
         d.decision = "denied";
@@ -952,7 +991,7 @@ void serve_listeners(const std::shared_ptr<State>& s, std::array<Fd, 3>& listene
       const ssize_t n = ::recvfrom(udp, packet, sizeof packet, MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&from), &from_len);
       if (n > 0) {
         // The socket stays open while any worker may answer on it: the
-        // loop, which owns it, waits for the workers before returning.
+        // process waits for the workers before it ends.
         start_worker(s, [udp, query = std::string(packet, static_cast<std::size_t>(n)), from, from_len](State& st) {
           const std::string answer = answer_dns(st, query);
           if (!answer.empty())
@@ -963,7 +1002,138 @@ void serve_listeners(const std::shared_ptr<State>& s, std::array<Fd, 3>& listene
   }
 }
 
+// The proxy process's fd table: 0, 1 and 2 a socket whose peer is gone
+// (what writes there fails, nothing reads), 3 the control socket, 4 to 6
+// the listeners (the Landlock rung has one). Every other fd of nsrun's is
+// closed: the report, the network log, the sandbox's channels, the
+// seccomp listener, directories.
+constexpr int proxy_ctl_fd = 3, proxy_listener_fd = 4, proxy_fds = 7;
+
+bool arrange_fds(int ctl, const std::array<int, 3>& listeners) {
+  int dead[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, dead) != 0) return false;
+  ::close(dead[1]);
+  const int from[2 + 3] = {dead[0], ctl, listeners[0], listeners[1], listeners[2]};
+  int moved[5];
+  // Above every target first, so that no dup2() below lands on a source.
+  for (int i = 0; i < 5; ++i)
+    if ((moved[i] = from[i] < 0 ? -1 : ::fcntl(from[i], F_DUPFD_CLOEXEC, 16)) < 0 && from[i] >= 0) return false;
+  for (int fd = 0; fd < 3; ++fd)
+    if (::dup2(moved[0], fd) != fd) return false;
+  for (int i = 1; i < 5; ++i) {
+    const int target = proxy_ctl_fd + i - 1;
+    if (moved[i] < 0) ::close(target);
+    else if (::dup3(moved[i], target, O_CLOEXEC) != target) return false;
+  }
+  return ::close_range(proxy_fds, ~0U, 0) == 0;
+}
+
+// The proxy process, forked from nsrun's main thread by wake(). Never
+// returns.
+[[noreturn]] void proxy_process(const State& nsrun_state, const ProxyConfinement& confinement, pid_t nsrun) {
+  if (!die_with(nsrun)) ::_exit(0);
+  // No terminal signal: nsrun decides when the proxy ends.
+  (void)::setsid();
+  (void)::prctl(PR_SET_NAME, "nsrun-proxy", 0, 0, 0);
+  struct sigaction ignore{};
+  ignore.sa_handler = SIG_IGN;
+  (void)::sigaction(SIGPIPE, &ignore, nullptr);
+  auto s = std::make_shared<State>();
+  s->in_proxy = true;
+  s->config.rules = nsrun_state.config.rules;
+  s->config.pinned = nsrun_state.config.pinned;
+  s->config.announced_peers_only = nsrun_state.config.announced_peers_only;
+  s->hosts_text = resolve::read_hosts_file();
+  s->resolver = resolve::read_resolv_conf();
+  auto confined = confine_proxy_files(confinement);
+  const auto& l = *nsrun_state.listeners;
+  if (!arrange_fds(nsrun_state.proxy_ctl.get(), {l[0].get(), l[1].get(), l[2].get()})) ::_exit(1);
+  s->ctl = Fd(proxy_ctl_fd);
+  std::array<Fd, 3> listeners{Fd(proxy_listener_fd), Fd(l[1] ? proxy_listener_fd + 1 : -1), Fd(l[2] ? proxy_listener_fd + 2 : -1)};
+  if (confined) confined = confine_proxy_calls(confinement);
+  if (!confined) {
+    const std::string m = "E" + confined.error().message();
+    (void)::send(s->ctl.get(), m.data(), m.size(), MSG_NOSIGNAL);
+    ::_exit(1);
+  }
+  serve_listeners(s, listeners);
+  // The end: every connection shut down, its worker given a grace period
+  // (one inside a lookup is bounded by resolve_ms; its decision is then
+  // lost), and the UDP socket they answer on closed only after them.
+  std::unique_lock lock(s->mutex);
+  s->stopping = true;
+  for (int fd : s->open) ::shutdown(fd, SHUT_RDWR);
+  s->idle.wait_for(lock, std::chrono::seconds(2), [&] { return s->workers == 0; });
+  ::_exit(0);
+}
+
+// nsrun: the proxy's messages, until it ends.
+void read_messages(State& s) {
+  std::string buf(max_decision_message, '\0');
+  while (true) {
+    const ssize_t n = ::recv(s.ctl.get(), buf.data(), buf.size(), MSG_TRUNC);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    if (static_cast<std::size_t>(n) > buf.size()) continue;  // not one nsrun's proxy writes
+    const std::string_view m(buf.data(), static_cast<std::size_t>(n));
+    if (m[0] == 'D') {
+      if (auto d = decode_decision(m)) s.record(std::move(*d));
+    } else if (m[0] == 'E') {
+      fmt::print(stderr, "nsrun: --network proxy: the proxy could not confine itself ({}); the sandbox's connections are refused\n",
+                 printable(m.substr(1), 512));
+    }
+  }
+  const std::lock_guard lock(s.mutex);
+  s.reader_done = true;
+  s.idle.notify_all();
+}
+
 }  // namespace
+
+std::string encode_decision(const Decision& d) {
+  std::string out = "D";
+  put16(out, d.port);
+  for (const std::string* f : {&d.protocol, &d.host, &d.address, &d.decision, &d.reason, &d.rule}) {
+    const std::string_view v = std::string_view(*f).substr(0, max_decision_field);
+    put16(out, static_cast<uint16_t>(v.size()));
+    out += v;
+  }
+  const std::size_t cnames = std::min<std::size_t>(d.cnames.size(), max_decision_cnames);
+  out.push_back(static_cast<char>(cnames));
+  for (std::size_t i = 0; i < cnames; ++i) {
+    const std::string_view v = std::string_view(d.cnames[i]).substr(0, max_decision_field);
+    put16(out, static_cast<uint16_t>(v.size()));
+    out += v;
+  }
+  return out;
+}
+
+std::optional<Decision> decode_decision(std::string_view m) {
+  if (m.size() < 3 || m[0] != 'D') return std::nullopt;
+  Decision d;
+  d.port = be16(m, 1);
+  std::size_t at = 3;
+  auto field = [&](std::string& out) {
+    if (at + 2 > m.size()) return false;
+    const std::size_t n = be16(m, at);
+    at += 2;
+    if (n > max_decision_field || at + n > m.size()) return false;
+    out = m.substr(at, n);
+    at += n;
+    return true;
+  };
+  for (std::string* f : {&d.protocol, &d.host, &d.address, &d.decision, &d.reason, &d.rule})
+    if (!field(*f)) return std::nullopt;
+  if (d.decision != "allowed" && d.decision != "denied" && d.decision != "failed") return std::nullopt;
+  if (at >= m.size()) return std::nullopt;
+  const std::size_t cnames = static_cast<unsigned char>(m[at++]);
+  if (cnames > max_decision_cnames) return std::nullopt;
+  d.cnames.resize(cnames);
+  for (auto& c : d.cnames)
+    if (!field(c)) return std::nullopt;
+  if (at != m.size()) return std::nullopt;
+  return d;
+}
 
 Result<std::unique_ptr<Egress>> Egress::start_on(const EgressConfig& config, Fd proxy_listener) {
   return start(config, Fd(), std::move(proxy_listener));
@@ -977,6 +1147,13 @@ void Egress::record(Decision d) {
   if (state_) state_->record(std::move(d));
 }
 
+void Egress::announce(uint16_t port, bool made) {
+  char m[3] = {made ? 'P' : 'U', static_cast<char>(port >> 8), static_cast<char>(port & 0xff)};
+  // Queued before the command's connection is made: the proxy reads it
+  // before it judges the peer (admit()).
+  (void)::send(state_->ctl.get(), m, sizeof m, MSG_NOSIGNAL);
+}
+
 Result<std::unique_ptr<Egress>> Egress::start(const EgressConfig& config, Fd from_sandbox, Fd given) {
   auto s = std::make_shared<State>();
   s->config = config;
@@ -984,11 +1161,13 @@ Result<std::unique_ptr<Egress>> Egress::start(const EgressConfig& config, Fd fro
   // The Landlock rung's one listener (no DNS: the other two stay -1,
   // which poll() passes over).
   if (given) s->listeners = std::array<Fd, 3>{std::move(given), Fd(), Fd()};
-  s->stop_event = Fd(::eventfd(0, EFD_CLOEXEC));
-  if (!s->stop_event) return fail(sys_error("egress proxy", "eventfd"));
-  // No thread yet: wake() starts it when nsrun's wait loop sees the first
-  // connection or query on a listener (issue 16: a launch that never uses
-  // the network pays for no thread).
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) return fail(sys_error("egress proxy", "socketpair"));
+  s->ctl = Fd(pair[0]);
+  s->proxy_ctl = Fd(pair[1]);
+  // No process yet: wake() starts it when nsrun's wait loop sees the first
+  // connection or query on a listener (a launch that never uses the
+  // network pays for no proxy).
   return std::unique_ptr<Egress>(new Egress(std::move(s)));
 }
 
@@ -996,10 +1175,9 @@ std::vector<int> Egress::wake_fds() {
   State& s = *state_;
   if (s.woken) return {};
   // The sandbox sends them before it builds its root, so before it says
-  // exec; should they not be there yet, the channel itself is watched and
-  // the thread receives them as it did before.
+  // exec; should they not be there yet, the channel itself is watched.
   if (!s.listeners && s.channel)
-    if (auto got = receive_listeners(s, false); got) s.listeners = std::move(*got);
+    if (auto got = receive_listeners(s); got) s.listeners = std::move(*got);
   if (!s.listeners) return s.channel ? std::vector<int>{s.channel.get()} : std::vector<int>{};
   return {(*s.listeners)[0].get(), (*s.listeners)[1].get(), (*s.listeners)[2].get()};
 }
@@ -1008,35 +1186,64 @@ bool Egress::wake() {
   State& s = *state_;
   if (s.woken) return true;
   s.woken = true;
-  if (!s.enter()) return true;  // stopping already
-  auto shared = state_;
-  if (spawn([shared] {
-        main_loop(shared);
-        shared->leave();
-      }))
-    return true;
-  s.leave();
-  // No proxy: close the listeners, so that the sandbox's connections are
-  // refused rather than left hanging. Its network stays closed.
+  if (!s.listeners && s.channel)
+    if (auto got = receive_listeners(s); got) s.listeners = std::move(*got);
+  if (!s.listeners) return true;  // the sandbox sent none: nothing to serve
+  auto give_up = [&] {
+    // No proxy: close the listeners, so that the sandbox's connections
+    // are refused rather than left hanging. Its network stays closed.
+    s.listeners.reset();
+    s.channel.reset();
+    s.proxy_ctl.reset();
+    return false;
+  };
+  auto confinement = prepare_proxy_confinement();
+  if (!confinement) return give_up();
+  // Forked, never cloned with CLONE_VM: the proxy shares no memory with
+  // nsrun after this. nsrun has no other thread here (the reader starts
+  // below), so the child inherits no lock another thread held.
+  const pid_t nsrun = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) return give_up();
+  if (pid == 0) proxy_process(s, *confinement, nsrun);
+  // Before the wait loop can reap it: the pidfd names this process for
+  // good, whoever reaps it.
+  s.pidfd = Fd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
   s.listeners.reset();
-  s.channel.reset();
-  return false;
+  s.proxy_ctl.reset();
+  if (!s.pidfd) {
+    ::kill(pid, SIGKILL);
+    return false;
+  }
+  s.reader = std::thread([&s] { read_messages(s); });
+  return true;
 }
 
 std::vector<Decision> Egress::stop() {
   if (!state_) return {};
   State& s = *state_;
-  std::unique_lock lock(s.mutex);
-  if (!s.stopping) {
-    s.stopping = true;
-    const uint64_t one = 1;
-    (void)!::write(s.stop_event.get(), &one, sizeof one);
-    for (int fd : s.open) ::shutdown(fd, SHUT_RDWR);
-    // A worker inside a lookup (bounded by resolve_ms) is not waited for
-    // beyond a grace period (its decision is then lost).
-    s.idle.wait_for(lock, std::chrono::seconds(2), [&] { return s.workers == 0; });
+  if (!s.stopped) {
+    s.stopped = true;
+    if (s.reader.joinable()) {
+      (void)::send(s.ctl.get(), "S", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+      {
+        // The proxy gives its workers 2 s; past 3, it is ended.
+        std::unique_lock lock(s.mutex);
+        if (!s.idle.wait_for(lock, std::chrono::seconds(3), [&] { return s.reader_done; }))
+          (void)::syscall(SYS_pidfd_send_signal, s.pidfd.get(), SIGKILL, nullptr, 0);
+      }
+      s.reader.join();
+      siginfo_t info{};
+      (void)::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(s.pidfd.get()), &info, WEXITED);
+    }
+    const std::lock_guard lock(s.mutex);
     s.config.log_fd = -1;
+    s.ctl.reset();
+    s.proxy_ctl.reset();
+    s.listeners.reset();
+    s.channel.reset();
   }
+  const std::lock_guard lock(s.mutex);
   return s.decisions;
 }
 
