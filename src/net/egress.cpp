@@ -532,7 +532,12 @@ std::string http_refusal(int status, std::string_view reason, std::string_view h
 
 // Copies a_in -> b_out and b_in -> a_out until both directions ended;
 // an end of input is passed on as a half-close (or a close, for a pipe).
-void relay(int a_in, int a_out, int b_in, int b_out) {
+// At most `limit` bytes go from a to b: what a sends past them is read and
+// dropped (an absolute-URI request: only its declared body follows it, a
+// request pipelined behind it, for another host perhaps, is never
+// forwarded; the client reads `Connection: close` in the answer and asks
+// again on a new connection).
+void relay(int a_in, int a_out, int b_in, int b_out, uint64_t limit = UINT64_MAX) {
   char buf[65536];
   bool open[2] = {true, true};
   while (open[0] || open[1]) {
@@ -551,48 +556,17 @@ void relay(int a_in, int a_out, int b_in, int b_out) {
         if (n < 0) return;
         continue;
       }
-      if (!send_all(to, std::string_view(buf, static_cast<std::size_t>(n)))) return;
+      auto forward = static_cast<std::size_t>(n);
+      if (i == 0) {
+        forward = static_cast<std::size_t>(std::min<uint64_t>(limit, forward));
+        limit -= forward;
+      }
+      if (forward > 0 && !send_all(to, std::string_view(buf, forward))) return;
     }
   }
 }
 
 void relay(int a, int b) { relay(a, a, b, b); }
-
-// An absolute-URI request: `body` more bytes of the client's go upstream
-// (the rest of its declared body), then nothing more. What the client
-// sends after them is a second request on the same connection, chosen for
-// another host perhaps: it is read and dropped, never forwarded (the
-// client reads `Connection: close` in the answer and asks again on a new
-// connection). The answer flows back whole.
-void relay_one_request(int client, int upstream, uint64_t body) {
-  char buf[65536];
-  bool open[2] = {true, true};
-  while (open[0] || open[1]) {
-    pollfd p[2] = {{client, static_cast<short>(open[0] ? POLLIN : 0), 0}, {upstream, static_cast<short>(open[1] ? POLLIN : 0), 0}};
-    const int r = ::poll(p, 2, -1);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) return;
-    if (open[0] && (p[0].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
-      const ssize_t n = ::read(client, buf, sizeof buf);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        open[0] = false;
-        ::shutdown(upstream, SHUT_WR);
-        if (n < 0) return;
-      } else {
-        const auto forward = static_cast<std::size_t>(std::min<uint64_t>(body, static_cast<uint64_t>(n)));
-        body -= forward;
-        if (forward > 0 && !send_all(upstream, std::string_view(buf, forward))) return;
-      }
-    }
-    if (open[1] && (p[1].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
-      const ssize_t n = ::read(upstream, buf, sizeof buf);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return;  // the answer is complete: the connection ends with it
-      if (!send_all(client, std::string_view(buf, static_cast<std::size_t>(n)))) return;
-    }
-  }
-}
 
 // A tunnel to port 443 must start with a ClientHello naming the host the
 // tunnel was opened for: an allowed name must not front for another one
@@ -738,7 +712,7 @@ void serve_http(State& s, int client, std::string buf, int64_t deadline) {
   }
   // One request per connection: the upstream was chosen for this one, so
   // the proxy asks it to close after answering, and forwards nothing of
-  // the client's past this request's body (relay_one_request()).
+  // the client's past this request's body (relay()'s limit).
   std::string request = fmt::format("{} {} {}\r\n", head->method, origin_form, head->version);
   for (const auto& [name, value] : head->headers) {
     if (same_name(name, "proxy-connection") || same_name(name, "proxy-authorization") || same_name(name, "connection") ||
@@ -753,7 +727,7 @@ void serve_http(State& s, int client, std::string buf, int64_t deadline) {
   if (!upstream.ok()) return;
   s.record(o.decision);
   if (!send_all(upstream.get(), request)) return;
-  relay_one_request(client, upstream.get(), body - first);
+  relay(client, client, upstream.get(), upstream.get(), body - first);
 }
 
 // Reads from `client` into `buf` until `parse(buf)` is no longer
