@@ -342,6 +342,10 @@ std::optional<DnsQuery> parse_dns_query(std::string_view p) {
       break;
     }
     if (len > 63 || at + 1 + len > p.size()) return std::nullopt;  // no compression in a question
+    // A dot inside a label would make the labels "a" "b.c" and "a.b" "c"
+    // one name: the stub would judge and answer a name the query did not
+    // ask for (nsrun's resolver refuses the same, resolve.cpp read_name()).
+    if (p.substr(at + 1, len).find('.') != std::string_view::npos) return std::nullopt;
     if (!q.name.empty()) q.name.push_back('.');
     q.name.append(p.substr(at + 1, len));
     if (q.name.size() > 253) return std::nullopt;

@@ -98,7 +98,9 @@ struct SocksRequest {
   std::size_t consumed = 0;
 };
 // The request after the greeting: version 5, CONNECT, an IPv4 or IPv6
-// address or a name of 1 to 255 bytes, a port.
+// address or a name of 0 to 255 bytes (an empty one is accepted here and
+// refused by the caller as a bad host, as any name it cannot canonicalise),
+// a port.
 SocksRequest parse_socks5_request(std::string_view bytes);
 // Version 4, CONNECT, a port, an address, a user id ending in NUL; for 4a
 // (address 0.0.0.x, x != 0) then a name ending in NUL. The user id and the
@@ -113,7 +115,7 @@ void put16(std::string& out, uint16_t v);
 // root; false, with `out` unchanged, when it cannot be written so.
 bool put_dns_name(std::string& out, std::string_view name);
 
-// DNS (RFC 1035): one question per query.
+// DNS (RFC 1035): one question per query, its labels without '.' inside.
 struct DnsQuery {
   uint16_t id = 0;
   bool recursion_desired = false;
