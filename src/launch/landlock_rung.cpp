@@ -580,7 +580,7 @@ LaunchOutcome run(Prepared& p, Readiness ready) {
   // channel, below.
   (void)::send(complete->parent.get(), "R", 1, MSG_NOSIGNAL);
   complete->parent.reset();
-  // As on the namespace rung: its thread starts from nsrun's wait loop at
+  // As on the namespace rung: its process starts from nsrun's wait loop at
   // the first connection (supervise()), never before the fork.
   std::unique_ptr<egress::Egress> proxy;
   if (proxy_listener) {
