@@ -25,7 +25,6 @@
 #include <mutex>
 #include <optional>
 #include <set>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -299,7 +298,9 @@ struct Egress::State {
   Fd ctl;
   Fd proxy_ctl;
   Fd pidfd;  // nsrun: the proxy process
-  std::thread reader;  // nsrun: reads the proxy's messages
+  // nsrun: the thread that reads the proxy's messages (pthread, not
+  // std::thread: the static binary carries no std::system_error).
+  std::optional<pthread_t> reader;
   bool reader_done = false;
   bool stopped = false;
   std::mutex mutex;
@@ -1189,7 +1190,21 @@ bool Egress::wake() {
     ::kill(pid, SIGKILL);
     return false;
   }
-  s.reader = std::thread([&s] { read_messages(s); });
+  pthread_t reader;
+  if (::pthread_create(
+          &reader, nullptr,
+          [](void* arg) -> void* {
+            read_messages(*static_cast<State*>(arg));
+            return nullptr;
+          },
+          &s) != 0) {
+    // No one to hear the proxy: end it, and with it the listeners.
+    (void)::syscall(SYS_pidfd_send_signal, s.pidfd.get(), SIGKILL, nullptr, 0);
+    siginfo_t info{};
+    (void)::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(s.pidfd.get()), &info, WEXITED);
+    return false;
+  }
+  s.reader = reader;
   return true;
 }
 
@@ -1198,7 +1213,7 @@ std::vector<Decision> Egress::stop() {
   State& s = *state_;
   if (!s.stopped) {
     s.stopped = true;
-    if (s.reader.joinable()) {
+    if (s.reader) {
       (void)::send(s.ctl.get(), "S", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
       {
         // The proxy gives its workers 2 s; past 3, it is ended.
@@ -1206,7 +1221,7 @@ std::vector<Decision> Egress::stop() {
         if (!s.idle.wait_for(lock, std::chrono::seconds(3), [&] { return s.reader_done; }))
           (void)::syscall(SYS_pidfd_send_signal, s.pidfd.get(), SIGKILL, nullptr, 0);
       }
-      s.reader.join();
+      ::pthread_join(*s.reader, nullptr);
       siginfo_t info{};
       (void)::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(s.pidfd.get()), &info, WEXITED);
     }

@@ -64,9 +64,11 @@ class Assembler {
       sock_filter f = ins_[i].f;
       auto offset = [&](int l) -> uint8_t {
         if (l < 0) return 0;
-        const std::size_t to = at_.at(l);
         // A broken invariant of this file (the program is fixed), caught by
         // its unit test: a crash, not an error to handle.
+        const auto it = at_.find(l);
+        if (it == at_.end()) std::abort();
+        const std::size_t to = it->second;
         if (to <= i || to - i - 1 > 255) std::abort();
         return static_cast<uint8_t>(to - i - 1);
       };
