@@ -6,7 +6,8 @@
 #
 #   tools/fuzz.sh [SECONDS] [NAME...]
 #
-#   NAME   policy_json, native_cli, bwrap_args, env_glob, seccomp_programs
+#   NAME   policy_json, native_cli, bwrap_args, env_glob, seccomp_programs,
+#          http_head, socks, tls_hello, dns_query, dns_reply
 #          (default: all)
 #
 # A crash, a sanitizer report, a broken property or a hang (over 10 s for
@@ -16,7 +17,7 @@
 # the compiler (default clang++-19, from tools/install-deps.sh --fuzz).
 set -euo pipefail
 
-readonly ALL=(policy_json native_cli bwrap_args env_glob seccomp_programs)
+readonly ALL=(policy_json native_cli bwrap_args env_glob seccomp_programs http_head socks tls_hello dns_query dns_reply)
 say() { printf 'fuzz: %s\n' "$*"; }
 die() { printf 'fuzz: ERROR: %s\n' "$*" >&2; exit 1; }
 

@@ -535,7 +535,7 @@ LaunchOutcome run(Prepared& p, Readiness ready) {
     proxy_listener = std::move(*listener);
     egress::retarget_proxy_environment(p.env, port);
     connector = std::make_shared<egress::Connector>(port);
-    p.egress->admit = [connector](const sockaddr_storage& peer) { return connector->admit(peer); };
+    p.egress->announced_peers_only = true;
     p.notify_handler = [connector](int l, const seccomp_notif& call) { return connector->handle(l, call); };
     p.require_listener = true;
   }
@@ -633,7 +633,7 @@ LaunchOutcome run(Prepared& p, Readiness ready) {
   // channel, below.
   (void)::send(complete->parent.get(), "R", 1, MSG_NOSIGNAL);
   complete->parent.reset();
-  // As on the namespace rung: its thread starts from nsrun's wait loop at
+  // As on the namespace rung: its process starts from nsrun's wait loop at
   // the first connection (supervise()), never before the fork.
   std::unique_ptr<egress::Egress> proxy;
   if (proxy_listener) {
@@ -650,6 +650,7 @@ LaunchOutcome run(Prepared& p, Readiness ready) {
     }
     proxy = std::move(*started);
     connector->on_decision([e = proxy.get()](egress::Decision d) { e->record(std::move(d)); });
+    connector->on_source([e = proxy.get()](uint16_t port, bool made) { e->announce(port, made); });
   }
   p.child_is_supervisor = true;
   out = supervise(child, channel->parent.get(), p, original_mask, "the supervisor", proxy.get());

@@ -537,8 +537,9 @@ LaunchOutcome run_namespaces(Prepared& p) {
   if (!egress_pair) {
     result = supervise(child, channel->parent.get(), p, original_mask, "PID 1");
   } else {
-    // Started after the clone: the sandbox's processes never inherit a
-    // running thread, nor a lock one of them held.
+    // Started after the clone: the sandbox's processes never inherit the
+    // proxy's control socket (and its process, forked later, holds none
+    // of theirs).
     egress_pair->child.reset();
     p.egress_fd = -1;
     auto proxy = egress::Egress::start(*p.egress, std::move(egress_pair->parent));
@@ -628,7 +629,7 @@ LaunchOutcome supervise(pid_t child, int channel, Prepared& p, const sigset_t& o
   watching.notify_key = p.seccomp_notify_key;
   watching.notify_handler = p.notify_handler;
   watching.writes = p.write_scope;
-  // --network proxy: its thread starts at the first connection or query.
+  // --network proxy: its process starts at the first connection or query.
   if (proxy != nullptr) {
     watching.wake_fds = proxy->wake_fds();
     watching.wake = [proxy] {

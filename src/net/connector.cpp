@@ -228,7 +228,7 @@ bool Connector::handle_connect(int listener, const seccomp_notif& call, int sock
   }
 
   // Our own socket to the proxy, of the command's family (getsockname()
-  // inside sees what it expects), bound first so that admit() knows it.
+  // inside sees what it expects), bound first so that the proxy knows it.
   Fd own(::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!own) {
     answer(listener, call, ECONNREFUSED);
@@ -267,14 +267,10 @@ bool Connector::handle_connect(int listener, const seccomp_notif& call, int sock
   }
   const uint16_t source = family == AF_INET ? ntohs(reinterpret_cast<sockaddr_in&>(bound).sin_port)
                                             : ntohs(reinterpret_cast<sockaddr_in6&>(bound).sin6_port);
-  {
-    const std::lock_guard lock(mutex_);
-    pending_.insert(source);
-  }
+  if (announce_) announce_(source, true);
   if (::connect(own.get(), reinterpret_cast<sockaddr*>(&dst), size) != 0) {
     const int err = errno;
-    const std::lock_guard lock(mutex_);
-    pending_.erase(source);
+    if (announce_) announce_(source, false);
     answer(listener, call, err == EINTR ? EINTR : ECONNREFUSED);
     return true;
   }
@@ -297,14 +293,6 @@ bool Connector::handle_connect(int listener, const seccomp_notif& call, int sock
   }
   answer(listener, call, 0);
   return true;
-}
-
-bool Connector::admit(const sockaddr_storage& peer) {
-  if (peer.ss_family != AF_INET) return false;
-  const auto& in = reinterpret_cast<const sockaddr_in&>(peer);
-  if (ntohl(in.sin_addr.s_addr) != loopback_v4) return false;
-  const std::lock_guard lock(mutex_);
-  return pending_.erase(ntohs(in.sin_port)) == 1;
 }
 
 Result<Fd> host_listener(uint16_t& port) {

@@ -24,7 +24,7 @@
 //    not an inet one: what was checked is what listens.
 // The proxy listens on the host's 127.0.0.1, where every host process can
 // reach it: it serves only connections whose source port is one of the
-// sockets made here (admit()), bound before they connect.
+// sockets made here (on_source()), bound and announced before they connect.
 #pragma once
 
 #include <linux/seccomp.h>
@@ -60,8 +60,10 @@ class Connector {
   void on_decision(std::function<void(Decision)> record) { record_ = std::move(record); }
   // Answers `call` when it is a connect() or listen(); false otherwise.
   bool handle(int listener, const seccomp_notif& call);
-  // The proxy's accept filter: true once for each socket made here.
-  bool admit(const sockaddr_storage& peer);
+  // Where the source port of each socket made here goes before it
+  // connects (`made`), or when its connect failed: the proxy serves only
+  // those peers (EgressConfig::announced_peers_only).
+  void on_source(std::function<void(uint16_t port, bool made)> announce) { announce_ = std::move(announce); }
 
  private:
   // `sock`: the command's socket, taken from it; `family` its SO_DOMAIN.
@@ -70,8 +72,7 @@ class Connector {
 
   uint16_t port_;
   std::function<void(Decision)> record_;
-  std::mutex mutex_;
-  std::set<uint16_t> pending_;  // source ports made, not yet accepted by the proxy
+  std::function<void(uint16_t, bool)> announce_;
 };
 
 // The proxy's listener on the host's loopback, on a port the kernel picks.

@@ -6,8 +6,11 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
-#include <sys/eventfd.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -25,6 +28,7 @@
 
 #include <fmt/format.h>
 
+#include "net/confine.hpp"
 #include "net/resolve.hpp"
 #include "net/wire.hpp"
 #include "sys/utc.hpp"
@@ -273,25 +277,50 @@ Result<void> send_listeners(int to_nsrun) {
   return {};
 }
 
+// One State in nsrun (the decisions, the listeners until the proxy
+// starts, the proxy process) and one in the proxy process (its workers,
+// the peers nsrun announced), both of this type.
 struct Egress::State {
   EgressConfig config;
-  // The host's /etc/hosts and resolv.conf, read once, at the first name
-  // to resolve (a launch that resolves nothing reads neither).
-  std::once_flag resolver_read;
+  // In the proxy: the host's /etc/hosts and resolv.conf, read before it
+  // confines itself (afterwards it can open no file).
   std::string hosts_text;
   resolve::Config resolver;
   Fd channel;       // from the sandbox, until the listeners arrive
-  std::optional<std::array<Fd, 3>> listeners;  // taken by nsrun's wait loop before the thread starts
-  bool woken = false;  // the main loop was started (or could not be)
-  Fd stop_event;    // eventfd: the main loop's stop signal
+  std::optional<std::array<Fd, 3>> listeners;  // taken by nsrun's wait loop before the proxy starts
+  bool woken = false;  // the proxy was started (or could not be)
+  // The control pair (SOCK_SEQPACKET, one message each): in nsrun `ctl`
+  // is nsrun's end and `proxy_ctl` the proxy's until the fork; in the
+  // proxy `ctl` is the proxy's end. nsrun -> proxy: 'P' or 'U' and a
+  // port (a peer announced or withdrawn, the Landlock rung), 'S' (stop).
+  // proxy -> nsrun: 'D' and a decision (encode_decision()), 'E' and why
+  // the proxy could not confine itself.
+  Fd ctl;
+  Fd proxy_ctl;
+  Fd pidfd;  // nsrun: the proxy process
+  // nsrun: the thread that reads the proxy's messages (pthread, not
+  // std::thread: the static binary carries no std::system_error).
+  std::optional<pthread_t> reader;
+  bool reader_done = false;
+  bool stopped = false;
   std::mutex mutex;
   std::condition_variable idle;
   std::vector<Decision> decisions;
-  std::set<int> open;  // every socket a worker uses, shut down by stop()
-  int workers = 0;     // running threads, the main loop included
+  // The proxy's side.
+  bool in_proxy = false;
+  std::set<int> open;  // every socket a worker uses, shut down at the end
+  int workers = 0;     // running worker threads
   bool stopping = false;
+  std::multiset<uint16_t> announced;  // source ports nsrun made for the command (Landlock rung)
 
   void record(Decision d) {
+    if (in_proxy) {
+      // The time is nsrun's, at arrival.
+      const std::string m = encode_decision(d);
+      const std::lock_guard lock(mutex);
+      (void)::send(ctl.get(), m.data(), m.size(), MSG_NOSIGNAL);
+      return;
+    }
     d.time = now_rfc3339();
     const std::lock_guard lock(mutex);
     if (config.log_fd >= 0) (void)send_line(json::dump(to_json(d), false) + "\n");
@@ -383,10 +412,6 @@ resolve::Resolution resolve_host(State& s, const Host& host) {
   for (const auto& [name, a] : s.config.pinned)
     if (name == host.name) out.addresses.push_back(a);
   if (!out.addresses.empty()) return out;
-  std::call_once(s.resolver_read, [&] {
-    s.hosts_text = resolve::read_hosts_file();
-    s.resolver = resolve::read_resolv_conf();
-  });
   return resolve::resolve(host.name, s.hosts_text, s.resolver, resolve_ms);
 }
 
@@ -494,10 +519,13 @@ Opened open_target(State& s, std::string_view protocol, const Host& host, uint16
 }
 
 std::string http_refusal(int status, std::string_view reason, std::string_view host) {
-  const std::string_view text = status == 403 ? "Forbidden" : status == 400 ? "Bad Request" : "Bad Gateway";
-  const std::string body = status == 403   ? fmt::format("nsrun: {}: {}\n", host, reason)
-                           : status == 400 ? fmt::format("nsrun: bad request: {}\n", reason)
-                                           : fmt::format("nsrun: {}: cannot connect ({})\n", host, reason);
+  const std::string_view text = status == 403   ? "Forbidden"
+                                : status == 400 ? "Bad Request"
+                                : status == 411 ? "Length Required"
+                                                : "Bad Gateway";
+  const std::string body = status == 403                    ? fmt::format("nsrun: {}: {}\n", host, reason)
+                           : status == 400 || status == 411 ? fmt::format("nsrun: bad request: {}\n", reason)
+                                                            : fmt::format("nsrun: {}: cannot connect ({})\n", host, reason);
   return fmt::format("HTTP/1.1 {} {}\r\nX-Proxy-Error: {}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n"
                      "Connection: close\r\n\r\n{}",
                      status, text, reason, body.size(), body);
@@ -505,7 +533,12 @@ std::string http_refusal(int status, std::string_view reason, std::string_view h
 
 // Copies a_in -> b_out and b_in -> a_out until both directions ended;
 // an end of input is passed on as a half-close (or a close, for a pipe).
-void relay(int a_in, int a_out, int b_in, int b_out) {
+// At most `limit` bytes go from a to b: what a sends past them is read and
+// dropped (an absolute-URI request: only its declared body follows it, a
+// request pipelined behind it, for another host perhaps, is never
+// forwarded; the client reads `Connection: close` in the answer and asks
+// again on a new connection).
+void relay(int a_in, int a_out, int b_in, int b_out, uint64_t limit = UINT64_MAX) {
   char buf[65536];
   bool open[2] = {true, true};
   while (open[0] || open[1]) {
@@ -524,7 +557,12 @@ void relay(int a_in, int a_out, int b_in, int b_out) {
         if (n < 0) return;
         continue;
       }
-      if (!send_all(to, std::string_view(buf, static_cast<std::size_t>(n)))) return;
+      auto forward = static_cast<std::size_t>(n);
+      if (i == 0) {
+        forward = static_cast<std::size_t>(std::min<uint64_t>(limit, forward));
+        limit -= forward;
+      }
+      if (forward > 0 && !send_all(to, std::string_view(buf, forward))) return;
     }
   }
 }
@@ -649,6 +687,18 @@ void serve_http(State& s, int client, std::string buf, int64_t deadline) {
       return;
     }
   }
+  // The one request the connection carries ends where its body does, so
+  // the body's length must be known before anything is sent.
+  uint64_t body = 0;
+  if (!connect) {
+    const BodyLength length = request_body_length(head->headers);
+    if (!length.error.empty()) {
+      s.record(refused_request(protocol, host->name, authority.port, length.error));
+      (void)send_all(client, http_refusal(length.error == "transfer-encoding" ? 411 : 400, length.error, host->name));
+      return;
+    }
+    body = length.bytes;
+  }
   Opened o = open_target(s, protocol, *host, authority.port);
   if (o.status != 0) {
     const std::string reason = o.decision.reason;
@@ -662,7 +712,8 @@ void serve_http(State& s, int client, std::string buf, int64_t deadline) {
     return;
   }
   // One request per connection: the upstream was chosen for this one, so
-  // the proxy asks it to close after answering.
+  // the proxy asks it to close after answering, and forwards nothing of
+  // the client's past this request's body (relay()'s limit).
   std::string request = fmt::format("{} {} {}\r\n", head->method, origin_form, head->version);
   for (const auto& [name, value] : head->headers) {
     if (same_name(name, "proxy-connection") || same_name(name, "proxy-authorization") || same_name(name, "connection") ||
@@ -671,104 +722,73 @@ void serve_http(State& s, int client, std::string buf, int64_t deadline) {
     request += fmt::format("{}: {}\r\n", name, value);
   }
   request += "Connection: close\r\n\r\n";
-  request += pending;
+  const std::size_t first = static_cast<std::size_t>(std::min<uint64_t>(body, pending.size()));
+  request.append(pending, 0, first);
   const Tracked upstream(s, std::move(o.upstream));
   if (!upstream.ok()) return;
   s.record(o.decision);
   if (!send_all(upstream.get(), request)) return;
-  relay(client, upstream.get());
+  relay(client, client, upstream.get(), upstream.get(), body - first);
+}
+
+// Reads from `client` into `buf` until `parse(buf)` is no longer
+// incomplete (SOCKS asks for at most max_socks_request bytes).
+template <typename Parsed>
+Parsed read_parsed(int client, std::string& buf, int64_t deadline, Parsed (*parse)(std::string_view)) {
+  Parsed r;
+  if (!read_until(client, buf, max_socks_request, deadline, [&](const std::string& b) {
+        r = parse(b);
+        return r.status != SocksStatus::incomplete;
+      }))
+    r.status = SocksStatus::incomplete;
+  return r;
+}
+
+// The common end of both SOCKS versions once the request is read.
+void serve_socks(State& s, int client, std::string_view protocol, const SocksRequest& r, std::string pending, int64_t deadline,
+                 const std::function<void(char)>& reply, char refused, char failed, std::string_view connected) {
+  // A mapped IPv6 becomes its IPv4 here.
+  auto host = hosts::canonical_host(r.host);
+  if (!host || r.port == 0) {
+    s.record(refused_request(protocol, r.host, r.port, "bad-host"));
+    return reply(refused);
+  }
+  Opened o = open_target(s, protocol, *host, r.port);
+  if (o.status != 0) {
+    s.record(std::move(o.decision));
+    return reply(o.status == 403 ? refused : failed);
+  }
+  // The bound address is not the client's business (and no client uses it).
+  if (!send_all(client, connected)) return;
+  tunnel(s, client, o, *host, std::move(pending), deadline);
 }
 
 void serve_socks5(State& s, int client, std::string buf, int64_t deadline) {
-  if (!read_exact(client, buf, 2, deadline)) return;
-  const std::size_t methods = static_cast<unsigned char>(buf[1]);
-  if (methods == 0 || !read_exact(client, buf, 2 + methods, deadline)) return;
-  if (buf.substr(2, methods).find('\0') == std::string::npos) {
+  const Socks5Greeting g = read_parsed(client, buf, deadline, parse_socks5_greeting);
+  if (g.status != SocksStatus::ok) return;
+  if (!g.no_auth) {
     (void)send_all(client, std::string("\x05\xff", 2));  // only "no authentication"
     return;
   }
   if (!send_all(client, std::string("\x05\x00", 2))) return;
-  buf.erase(0, 2 + methods);
-  if (!read_exact(client, buf, 5, deadline)) return;
+  buf.erase(0, g.consumed);
   auto reply = [&](char code) { (void)send_all(client, std::string("\x05", 1) + code + std::string("\x00\x01\0\0\0\0\0\0", 8)); };
-  if (buf[0] != 5) return;
-  if (buf[1] != 1) return reply(0x07);  // CONNECT only
-  const char atyp = buf[3];
-  std::size_t need = atyp == 1 ? 4 + 4 + 2 : atyp == 4 ? 4 + 16 + 2 : atyp == 3 ? 4 + 1 + static_cast<unsigned char>(buf[4]) + 2 : 0;
-  if (need == 0) return reply(0x08);
-  if (!read_exact(client, buf, need, deadline)) return;
-  const uint16_t port = static_cast<uint16_t>((static_cast<unsigned char>(buf[need - 2]) << 8) | static_cast<unsigned char>(buf[need - 1]));
-  std::expected<Host, std::string> host = std::unexpected("");
-  std::string shown;
-  if (atyp == 3) {
-    shown = buf.substr(5, need - 7);
-    host = hosts::canonical_host(shown);
-  } else {
-    Address a;
-    a.v4 = atyp == 1;
-    std::memcpy(a.bytes.data(), buf.data() + 4, a.v4 ? 4 : 16);
-    shown = hosts::address_text(a);
-    host = hosts::canonical_host(shown);  // a mapped IPv6 becomes its IPv4
-  }
-  if (!host || port == 0) {
-    s.record(refused_request("socks5", shown, port, "bad-host"));
-    return reply(0x02);
-  }
-  std::string pending = buf.substr(need);
-  Opened o = open_target(s, "socks5", *host, port);
-  if (o.status != 0) {
-    s.record(std::move(o.decision));
-    return reply(o.status == 403 ? 0x02 : 0x04);
-  }
-  // The bound address is not the client's business (and no client uses it).
-  if (!send_all(client, std::string("\x05\x00\x00\x01\0\0\0\0\0\0", 10))) return;
-  tunnel(s, client, o, *host, std::move(pending), deadline);
+  const SocksRequest r = read_parsed(client, buf, deadline, parse_socks5_request);
+  if (r.status == SocksStatus::bad && r.reply != 0) return reply(static_cast<char>(r.reply));
+  if (r.status != SocksStatus::ok) return;
+  serve_socks(s, client, "socks5", r, buf.substr(r.consumed), deadline, reply, 0x02, 0x04,
+              std::string_view("\x05\x00\x00\x01\0\0\0\0\0\0", 10));
 }
 
 void serve_socks4(State& s, int client, std::string buf, int64_t deadline) {
-  if (!read_exact(client, buf, 8, deadline)) return;
   auto reply = [&](char code) { (void)send_all(client, std::string("\x00", 1) + code + std::string(6, '\0')); };
-  const uint16_t port = static_cast<uint16_t>((static_cast<unsigned char>(buf[2]) << 8) | static_cast<unsigned char>(buf[3]));
-  // The user id, then for 4a (address 0.0.0.x, x != 0) the host name, each ending in NUL.
-  auto nul_after = [&](std::size_t from) -> std::size_t {
-    std::size_t at = std::string::npos;
-    if (!read_until(client, buf, from + 256, deadline, [&](const std::string& b) {
-          at = b.find('\0', from);
-          return at != std::string::npos;
-        }))
-      return std::string::npos;
-    return at;
-  };
-  const std::size_t user_end = nul_after(8);
-  if (user_end == std::string::npos) return reply(0x5b);
-  if (buf[1] != 1) return reply(0x5b);  // CONNECT only
-  const bool socks4a = buf[4] == 0 && buf[5] == 0 && buf[6] == 0 && buf[7] != 0;
-  std::string shown;
-  std::size_t consumed = user_end + 1;
-  if (socks4a) {
-    const std::size_t name_end = nul_after(consumed);
-    if (name_end == std::string::npos) return reply(0x5b);
-    shown = buf.substr(consumed, name_end - consumed);
-    consumed = name_end + 1;
-  } else {
-    Address a;
-    std::memcpy(a.bytes.data(), buf.data() + 4, 4);
-    shown = hosts::address_text(a);
+  const SocksRequest r = read_parsed(client, buf, deadline, parse_socks4_request);
+  if (r.status != SocksStatus::ok) {
+    if (buf.size() >= 8) reply(0x5b);
+    return;
   }
-  const std::string_view protocol = "socks4";
-  auto host = hosts::canonical_host(shown);
-  if (!host || port == 0) {
-    s.record(refused_request(protocol, shown, port, "bad-host"));
-    return reply(0x5b);
-  }
-  std::string pending = buf.substr(consumed);
-  Opened o = open_target(s, protocol, *host, port);
-  if (o.status != 0) {
-    s.record(std::move(o.decision));
-    return reply(0x5b);
-  }
-  if (!send_all(client, std::string("\x00\x5a\0\0\0\0\0\0", 8))) return;
-  tunnel(s, client, o, *host, std::move(pending), deadline);
+  serve_socks(s, client, "socks4", r, buf.substr(r.consumed), deadline, reply, 0x5b, 0x5b,
+              std::string_view("\x00\x5a\0\0\0\0\0\0", 8));
 }
 
 // One listener for the three protocols: the first byte tells them apart
@@ -863,19 +883,15 @@ void start_worker(const std::shared_ptr<State>& s, std::function<void(State&)> f
     s->leave();
 }
 
-Result<std::array<Fd, 3>> receive_listeners(State& s, bool wait = true) {
-  if (wait) {
-    pollfd p[2] = {{s.channel.get(), POLLIN, 0}, {s.stop_event.get(), POLLIN, 0}};
-    while (::poll(p, 2, -1) < 0)
-      if (errno != EINTR) return fail(sys_error("egress listeners", "poll"));
-    if ((p[1].revents & POLLIN) != 0) return fail(Error{"egress listeners", 0, {}, "stopped"});
-  }
+// The listeners, when the sandbox has sent them (nsrun's wait loop saw
+// the channel readable, or polls it).
+Result<std::array<Fd, 3>> receive_listeners(State& s) {
   int fds[3] = {-1, -1, -1};
   ListenerMessage m;
   ssize_t n;
-  do n = ::recvmsg(s.channel.get(), &m.msg, MSG_CMSG_CLOEXEC | (wait ? 0 : MSG_DONTWAIT));
+  do n = ::recvmsg(s.channel.get(), &m.msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
   while (n < 0 && errno == EINTR);
-  if (n < 0 && errno == EAGAIN && !wait) return fail(Error{"egress listeners", EAGAIN, {}, "not sent yet"});
+  if (n < 0 && errno == EAGAIN) return fail(Error{"egress listeners", EAGAIN, {}, "not sent yet"});
   s.channel.reset();
   const cmsghdr* c = CMSG_FIRSTHDR(&m.msg);
   if (n != 1 || c == nullptr || c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(sizeof fds))
@@ -884,33 +900,52 @@ Result<std::array<Fd, 3>> receive_listeners(State& s, bool wait = true) {
   return std::array<Fd, 3>{Fd(fds[0]), Fd(fds[1]), Fd(fds[2])};
 }
 
-void serve_listeners(const std::shared_ptr<State>& s, std::array<Fd, 3>& listeners);
+// The proxy: reads what nsrun sent, without waiting. False once nsrun
+// said stop or is gone.
+bool drain_control(State& s) {
+  char m[8];
+  while (true) {
+    const ssize_t n = ::recv(s.ctl.get(), m, sizeof m, MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) return true;
+    if (n <= 0 || m[0] == 'S') return false;
+    if (n == 3 && (m[0] == 'P' || m[0] == 'U')) {
+      const uint16_t port = be16(std::string_view(m, 3), 1);
+      if (m[0] == 'P') s.announced.insert(port);
+      else if (auto it = s.announced.find(port); it != s.announced.end()) s.announced.erase(it);
+    }
+  }
+}
 
-void main_loop(const std::shared_ptr<State>& s) {
-  auto listeners = s->listeners ? Result<std::array<Fd, 3>>(std::move(*s->listeners)) : receive_listeners(*s);
-  if (!listeners) return;
-  serve_listeners(s, *listeners);
-  // The UDP socket closes with this frame: wait for the DNS workers that
-  // answer on it first (stop() shuts their sockets down).
-  std::unique_lock lock(s->mutex);
-  s->idle.wait(lock, [&] { return s->workers == 1; });
+// The Landlock rung's listener is on the host's loopback: serve a peer
+// only from a socket nsrun made for the command, each once.
+bool admit(State& s, const sockaddr_storage& peer) {
+  if (!s.config.announced_peers_only) return true;
+  (void)drain_control(s);  // the announcement was sent before the connect
+  if (peer.ss_family != AF_INET) return false;
+  const auto& in = reinterpret_cast<const sockaddr_in&>(peer);
+  if (ntohl(in.sin_addr.s_addr) != INADDR_LOOPBACK) return false;
+  auto it = s.announced.find(ntohs(in.sin_port));
+  if (it == s.announced.end()) return false;
+  s.announced.erase(it);
+  return true;
 }
 
 void serve_listeners(const std::shared_ptr<State>& s, std::array<Fd, 3>& listeners) {
   auto& [proxy, dns_udp, dns_tcp] = listeners;
-  pollfd p[4] = {{proxy.get(), POLLIN, 0}, {dns_udp.get(), POLLIN, 0}, {dns_tcp.get(), POLLIN, 0}, {s->stop_event.get(), POLLIN, 0}};
+  pollfd p[4] = {{proxy.get(), POLLIN, 0}, {dns_udp.get(), POLLIN, 0}, {dns_tcp.get(), POLLIN, 0}, {s->ctl.get(), POLLIN, 0}};
   const int udp = dns_udp.get();
   while (true) {
     if (::poll(p, 4, -1) < 0) {
       if (errno == EINTR) continue;
       return;
     }
-    if ((p[3].revents & POLLIN) != 0) return;
+    if (p[3].revents != 0 && !drain_control(*s)) return;
     if ((p[0].revents & POLLIN) != 0) {
       sockaddr_storage peer{};
       socklen_t peer_len = sizeof peer;
       Fd c(::accept4(proxy.get(), reinterpret_cast<sockaddr*>(&peer), &peer_len, SOCK_CLOEXEC));
-      if (c && s->config.admit && !s->config.admit(peer)) {
+      if (c && !admit(*s, peer)) {
         Decision d;
         d.protocol = "proxy";
         d.decision = "denied";
@@ -931,7 +966,7 @@ void serve_listeners(const std::shared_ptr<State>& s, std::array<Fd, 3>& listene
       const ssize_t n = ::recvfrom(udp, packet, sizeof packet, MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&from), &from_len);
       if (n > 0) {
         // The socket stays open while any worker may answer on it: the
-        // loop, which owns it, waits for the workers before returning.
+        // process waits for the workers before it ends.
         start_worker(s, [udp, query = std::string(packet, static_cast<std::size_t>(n)), from, from_len](State& st) {
           const std::string answer = answer_dns(st, query);
           if (!answer.empty())
@@ -942,7 +977,138 @@ void serve_listeners(const std::shared_ptr<State>& s, std::array<Fd, 3>& listene
   }
 }
 
+// The proxy process's fd table: 0, 1 and 2 a socket whose peer is gone
+// (what writes there fails, nothing reads), 3 the control socket, 4 to 6
+// the listeners (the Landlock rung has one). Every other fd of nsrun's is
+// closed: the report, the network log, the sandbox's channels, the
+// seccomp listener, directories.
+constexpr int proxy_ctl_fd = 3, proxy_listener_fd = 4, proxy_fds = 7;
+
+bool arrange_fds(int ctl, const std::array<int, 3>& listeners) {
+  int dead[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, dead) != 0) return false;
+  ::close(dead[1]);
+  const int from[2 + 3] = {dead[0], ctl, listeners[0], listeners[1], listeners[2]};
+  int moved[5];
+  // Above every target first, so that no dup2() below lands on a source.
+  for (int i = 0; i < 5; ++i)
+    if ((moved[i] = from[i] < 0 ? -1 : ::fcntl(from[i], F_DUPFD_CLOEXEC, 16)) < 0 && from[i] >= 0) return false;
+  for (int fd = 0; fd < 3; ++fd)
+    if (::dup2(moved[0], fd) != fd) return false;
+  for (int i = 1; i < 5; ++i) {
+    const int target = proxy_ctl_fd + i - 1;
+    if (moved[i] < 0) ::close(target);
+    else if (::dup3(moved[i], target, O_CLOEXEC) != target) return false;
+  }
+  return ::close_range(proxy_fds, ~0U, 0) == 0;
+}
+
+// The proxy process, forked from nsrun's main thread by wake(). Never
+// returns.
+[[noreturn]] void proxy_process(const State& nsrun_state, const ProxyConfinement& confinement, pid_t nsrun) {
+  if (!die_with(nsrun)) ::_exit(0);
+  // No terminal signal: nsrun decides when the proxy ends.
+  (void)::setsid();
+  (void)::prctl(PR_SET_NAME, "nsrun-proxy", 0, 0, 0);
+  struct sigaction ignore{};
+  ignore.sa_handler = SIG_IGN;
+  (void)::sigaction(SIGPIPE, &ignore, nullptr);
+  auto s = std::make_shared<State>();
+  s->in_proxy = true;
+  s->config.rules = nsrun_state.config.rules;
+  s->config.pinned = nsrun_state.config.pinned;
+  s->config.announced_peers_only = nsrun_state.config.announced_peers_only;
+  s->hosts_text = resolve::read_hosts_file();
+  s->resolver = resolve::read_resolv_conf();
+  auto confined = confine_proxy_files(confinement);
+  const auto& l = *nsrun_state.listeners;
+  if (!arrange_fds(nsrun_state.proxy_ctl.get(), {l[0].get(), l[1].get(), l[2].get()})) ::_exit(1);
+  s->ctl = Fd(proxy_ctl_fd);
+  std::array<Fd, 3> listeners{Fd(proxy_listener_fd), Fd(l[1] ? proxy_listener_fd + 1 : -1), Fd(l[2] ? proxy_listener_fd + 2 : -1)};
+  if (confined) confined = confine_proxy_calls(confinement);
+  if (!confined) {
+    const std::string m = "E" + confined.error().message();
+    (void)::send(s->ctl.get(), m.data(), m.size(), MSG_NOSIGNAL);
+    ::_exit(1);
+  }
+  serve_listeners(s, listeners);
+  // The end: every connection shut down, its worker given a grace period
+  // (one inside a lookup is bounded by resolve_ms; its decision is then
+  // lost), and the UDP socket they answer on closed only after them.
+  std::unique_lock lock(s->mutex);
+  s->stopping = true;
+  for (int fd : s->open) ::shutdown(fd, SHUT_RDWR);
+  s->idle.wait_for(lock, std::chrono::seconds(2), [&] { return s->workers == 0; });
+  ::_exit(0);
+}
+
+// nsrun: the proxy's messages, until it ends.
+void read_messages(State& s) {
+  std::string buf(max_decision_message, '\0');
+  while (true) {
+    const ssize_t n = ::recv(s.ctl.get(), buf.data(), buf.size(), MSG_TRUNC);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    if (static_cast<std::size_t>(n) > buf.size()) continue;  // not one nsrun's proxy writes
+    const std::string_view m(buf.data(), static_cast<std::size_t>(n));
+    if (m[0] == 'D') {
+      if (auto d = decode_decision(m)) s.record(std::move(*d));
+    } else if (m[0] == 'E') {
+      fmt::print(stderr, "nsrun: --network proxy: the proxy could not confine itself ({}); the sandbox's connections are refused\n",
+                 printable(m.substr(1), 512));
+    }
+  }
+  const std::lock_guard lock(s.mutex);
+  s.reader_done = true;
+  s.idle.notify_all();
+}
+
 }  // namespace
+
+std::string encode_decision(const Decision& d) {
+  std::string out = "D";
+  put16(out, d.port);
+  for (const std::string* f : {&d.protocol, &d.host, &d.address, &d.decision, &d.reason, &d.rule}) {
+    const std::string_view v = std::string_view(*f).substr(0, max_decision_field);
+    put16(out, static_cast<uint16_t>(v.size()));
+    out += v;
+  }
+  const std::size_t cnames = std::min<std::size_t>(d.cnames.size(), max_decision_cnames);
+  out.push_back(static_cast<char>(cnames));
+  for (std::size_t i = 0; i < cnames; ++i) {
+    const std::string_view v = std::string_view(d.cnames[i]).substr(0, max_decision_field);
+    put16(out, static_cast<uint16_t>(v.size()));
+    out += v;
+  }
+  return out;
+}
+
+std::optional<Decision> decode_decision(std::string_view m) {
+  if (m.size() < 3 || m[0] != 'D') return std::nullopt;
+  Decision d;
+  d.port = be16(m, 1);
+  std::size_t at = 3;
+  auto field = [&](std::string& out) {
+    if (at + 2 > m.size()) return false;
+    const std::size_t n = be16(m, at);
+    at += 2;
+    if (n > max_decision_field || at + n > m.size()) return false;
+    out = m.substr(at, n);
+    at += n;
+    return true;
+  };
+  for (std::string* f : {&d.protocol, &d.host, &d.address, &d.decision, &d.reason, &d.rule})
+    if (!field(*f)) return std::nullopt;
+  if (d.decision != "allowed" && d.decision != "denied" && d.decision != "failed") return std::nullopt;
+  if (at >= m.size()) return std::nullopt;
+  const std::size_t cnames = static_cast<unsigned char>(m[at++]);
+  if (cnames > max_decision_cnames) return std::nullopt;
+  d.cnames.resize(cnames);
+  for (auto& c : d.cnames)
+    if (!field(c)) return std::nullopt;
+  if (at != m.size()) return std::nullopt;
+  return d;
+}
 
 Result<std::unique_ptr<Egress>> Egress::start_on(const EgressConfig& config, Fd proxy_listener) {
   return start(config, Fd(), std::move(proxy_listener));
@@ -956,6 +1122,13 @@ void Egress::record(Decision d) {
   if (state_) state_->record(std::move(d));
 }
 
+void Egress::announce(uint16_t port, bool made) {
+  char m[3] = {made ? 'P' : 'U', static_cast<char>(port >> 8), static_cast<char>(port & 0xff)};
+  // Queued before the command's connection is made: the proxy reads it
+  // before it judges the peer (admit()).
+  (void)::send(state_->ctl.get(), m, sizeof m, MSG_NOSIGNAL);
+}
+
 Result<std::unique_ptr<Egress>> Egress::start(const EgressConfig& config, Fd from_sandbox, Fd given) {
   auto s = std::make_shared<State>();
   s->config = config;
@@ -963,11 +1136,13 @@ Result<std::unique_ptr<Egress>> Egress::start(const EgressConfig& config, Fd fro
   // The Landlock rung's one listener (no DNS: the other two stay -1,
   // which poll() passes over).
   if (given) s->listeners = std::array<Fd, 3>{std::move(given), Fd(), Fd()};
-  s->stop_event = Fd(::eventfd(0, EFD_CLOEXEC));
-  if (!s->stop_event) return fail(sys_error("egress proxy", "eventfd"));
-  // No thread yet: wake() starts it when nsrun's wait loop sees the first
-  // connection or query on a listener (issue 16: a launch that never uses
-  // the network pays for no thread).
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) return fail(sys_error("egress proxy", "socketpair"));
+  s->ctl = Fd(pair[0]);
+  s->proxy_ctl = Fd(pair[1]);
+  // No process yet: wake() starts it when nsrun's wait loop sees the first
+  // connection or query on a listener (a launch that never uses the
+  // network pays for no proxy).
   return std::unique_ptr<Egress>(new Egress(std::move(s)));
 }
 
@@ -975,10 +1150,9 @@ std::vector<int> Egress::wake_fds() {
   State& s = *state_;
   if (s.woken) return {};
   // The sandbox sends them before it builds its root, so before it says
-  // exec; should they not be there yet, the channel itself is watched and
-  // the thread receives them as it did before.
+  // exec; should they not be there yet, the channel itself is watched.
   if (!s.listeners && s.channel)
-    if (auto got = receive_listeners(s, false); got) s.listeners = std::move(*got);
+    if (auto got = receive_listeners(s); got) s.listeners = std::move(*got);
   if (!s.listeners) return s.channel ? std::vector<int>{s.channel.get()} : std::vector<int>{};
   return {(*s.listeners)[0].get(), (*s.listeners)[1].get(), (*s.listeners)[2].get()};
 }
@@ -987,35 +1161,78 @@ bool Egress::wake() {
   State& s = *state_;
   if (s.woken) return true;
   s.woken = true;
-  if (!s.enter()) return true;  // stopping already
-  auto shared = state_;
-  if (spawn([shared] {
-        main_loop(shared);
-        shared->leave();
-      }))
-    return true;
-  s.leave();
-  // No proxy: close the listeners, so that the sandbox's connections are
-  // refused rather than left hanging. Its network stays closed.
+  if (!s.listeners && s.channel)
+    if (auto got = receive_listeners(s); got) s.listeners = std::move(*got);
+  if (!s.listeners) return true;  // the sandbox sent none: nothing to serve
+  auto give_up = [&] {
+    // No proxy: close the listeners, so that the sandbox's connections
+    // are refused rather than left hanging. Its network stays closed.
+    s.listeners.reset();
+    s.channel.reset();
+    s.proxy_ctl.reset();
+    return false;
+  };
+  auto confinement = prepare_proxy_confinement();
+  if (!confinement) return give_up();
+  // Forked, never cloned with CLONE_VM: the proxy shares no memory with
+  // nsrun after this. nsrun has no other thread here (the reader starts
+  // below), so the child inherits no lock another thread held.
+  const pid_t nsrun = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) return give_up();
+  if (pid == 0) proxy_process(s, *confinement, nsrun);
+  // Before the wait loop can reap it: the pidfd names this process for
+  // good, whoever reaps it.
+  s.pidfd = Fd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
   s.listeners.reset();
-  s.channel.reset();
-  return false;
+  s.proxy_ctl.reset();
+  if (!s.pidfd) {
+    ::kill(pid, SIGKILL);
+    return false;
+  }
+  pthread_t reader;
+  if (::pthread_create(
+          &reader, nullptr,
+          [](void* arg) -> void* {
+            read_messages(*static_cast<State*>(arg));
+            return nullptr;
+          },
+          &s) != 0) {
+    // No one to hear the proxy: end it, and with it the listeners.
+    (void)::syscall(SYS_pidfd_send_signal, s.pidfd.get(), SIGKILL, nullptr, 0);
+    siginfo_t info{};
+    (void)::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(s.pidfd.get()), &info, WEXITED);
+    return false;
+  }
+  s.reader = reader;
+  return true;
 }
 
 std::vector<Decision> Egress::stop() {
   if (!state_) return {};
   State& s = *state_;
-  std::unique_lock lock(s.mutex);
-  if (!s.stopping) {
-    s.stopping = true;
-    const uint64_t one = 1;
-    (void)!::write(s.stop_event.get(), &one, sizeof one);
-    for (int fd : s.open) ::shutdown(fd, SHUT_RDWR);
-    // A worker inside a lookup (bounded by resolve_ms) is not waited for
-    // beyond a grace period (its decision is then lost).
-    s.idle.wait_for(lock, std::chrono::seconds(2), [&] { return s.workers == 0; });
+  if (!s.stopped) {
+    s.stopped = true;
+    if (s.reader) {
+      (void)::send(s.ctl.get(), "S", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+      {
+        // The proxy gives its workers 2 s; past 3, it is ended.
+        std::unique_lock lock(s.mutex);
+        if (!s.idle.wait_for(lock, std::chrono::seconds(3), [&] { return s.reader_done; }))
+          (void)::syscall(SYS_pidfd_send_signal, s.pidfd.get(), SIGKILL, nullptr, 0);
+      }
+      ::pthread_join(*s.reader, nullptr);
+      siginfo_t info{};
+      (void)::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(s.pidfd.get()), &info, WEXITED);
+    }
+    const std::lock_guard lock(s.mutex);
     s.config.log_fd = -1;
+    s.ctl.reset();
+    s.proxy_ctl.reset();
+    s.listeners.reset();
+    s.channel.reset();
   }
+  const std::lock_guard lock(s.mutex);
   return s.decisions;
 }
 

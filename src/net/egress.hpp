@@ -2,11 +2,13 @@
 // namespace. The sandbox's first process makes the listeners inside the
 // namespace (127.0.0.1:3128 for HTTP and SOCKS, 127.0.0.1:53 for DNS over
 // UDP and TCP) and hands them to nsrun over a socketpair (SCM_RIGHTS);
-// nsrun, outside every namespace the command is in, serves them from a
-// thread. So no socket of nsrun's listens where another host process
-// could reach it, nothing the command can ptrace, signal or replace
-// carries its traffic, and every connection leaves from the host to an
-// address nsrun resolved and checked against the rules itself. The
+// nsrun passes them to the proxy, a process of its own outside every
+// namespace the command is in, confined as a sandboxed command is (it
+// parses the command's bytes: net/confine.hpp). So no socket of nsrun's
+// listens where another host process could reach it, nothing the command
+// can ptrace, signal or replace carries its traffic, and every connection
+// leaves from the host to an address the proxy resolved and checked
+// against the rules itself. The
 // Landlock rung has no network namespace: there nsrun makes the one
 // listener on the host's loopback and answers the command's connect()
 // itself (net/connector.hpp).
@@ -17,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -59,11 +62,22 @@ struct EgressConfig {
   // host's resolver (as curl --resolve); the rules still judge the address.
   std::vector<std::pair<std::string, hosts::Address>> pinned;
   int log_fd = -1;  // --network-log, opened before clone; -1: none
-  // When set, a connection whose peer this refuses is closed unserved (and
-  // recorded): the Landlock rung's listener is on the host's loopback,
-  // where any host process can connect (net/connector.hpp).
-  std::function<bool(const sockaddr_storage& peer)> admit;
+  // The Landlock rung's listener is on the host's loopback, where any host
+  // process can connect (net/connector.hpp): when set, the proxy serves a
+  // peer only from 127.0.0.1 and a source port announced (announce()),
+  // once; others are closed unserved (and recorded).
+  bool announced_peers_only = false;
 };
+
+// A decision as the proxy process sends it to nsrun (one SOCK_SEQPACKET
+// message), and nsrun's strict reading of it: nsrun trusts the proxy with
+// its decisions, never with its own memory. Fields are cut at
+// max_decision_field bytes, CNAMEs at max_decision_cnames.
+inline constexpr std::size_t max_decision_field = 1024;
+inline constexpr std::size_t max_decision_cnames = 16;
+inline constexpr std::size_t max_decision_message = 3 + 2 * 1024 * (6 + 16) + 1 + 64;
+std::string encode_decision(const Decision& d);
+std::optional<Decision> decode_decision(std::string_view message);
 
 Result<std::vector<std::pair<std::string, hosts::Address>>> parse_pins(const std::vector<std::string>& specs);
 
@@ -80,9 +94,11 @@ int connect_main(std::span<const std::string> args);
 // listeners and sends them over `to_nsrun`, keeping none.
 Result<void> send_listeners(int to_nsrun);
 
-// Parent side. start() runs the proxy in a thread that first receives the
-// listeners from the sandbox; stop() ends every connection and the thread
-// and returns the decisions.
+// Parent side. The proxy runs in a process of its own, forked from nsrun
+// at the first connection or query and confined (net/confine.hpp): it
+// holds the listeners, the sockets it makes and one control socket to
+// nsrun, over which it sends its decisions. stop() ends it (every
+// connection) and returns the decisions.
 class Egress {
  public:
   static Result<std::unique_ptr<Egress>> start(const EgressConfig& config, Fd from_sandbox);
@@ -99,6 +115,9 @@ class Egress {
   // A decision made outside the proxy (net/connector.hpp), into the same
   // list and log.
   void record(Decision d);
+  // The Landlock rung: a source port nsrun bound for the command's
+  // connection to the proxy (`made`), or gave up (announced_peers_only).
+  void announce(uint16_t port, bool made);
   ~Egress();
 
   struct State;

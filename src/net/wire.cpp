@@ -80,6 +80,29 @@ std::optional<HttpHead> parse_http_head(std::string_view head) {
   return h;
 }
 
+BodyLength request_body_length(const std::vector<std::pair<std::string, std::string>>& headers) {
+  auto is = [](std::string_view a, std::string_view b) {
+    return a.size() == b.size() &&
+           std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return (x | 0x20) == (y | 0x20); });
+  };
+  BodyLength out;
+  bool seen = false;
+  for (const auto& [name, value] : headers) {
+    if (is(name, "transfer-encoding")) return {0, "transfer-encoding"};
+    if (!is(name, "content-length")) continue;
+    // Digits only: from_chars would take "5 , 7" as 5, and a proxy that
+    // reads another length than the server is the smuggling.
+    uint64_t v = 0;
+    auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+    if (value.empty() || ec != std::errc() || end != value.data() + value.size() || value.front() == '+' ||
+        value.front() == '-' || (seen && v != out.bytes))
+      return {0, "bad-content-length"};
+    seen = true;
+    out.bytes = v;
+  }
+  return out;
+}
+
 std::expected<Authority, std::string> parse_authority(std::string_view text, uint16_t default_port) {
   Authority a;
   a.port = default_port;
@@ -133,6 +156,108 @@ std::expected<AbsoluteUri, std::string> parse_absolute_uri(std::string_view targ
   if (const std::size_t hash = rest.find('#'); hash != std::string_view::npos) rest = rest.substr(0, hash);
   u.origin_form = rest.empty() || rest.front() != '/' ? "/" + std::string(rest) : std::string(rest);
   return u;
+}
+
+Socks5Greeting parse_socks5_greeting(std::string_view b) {
+  Socks5Greeting g;
+  if (b.size() < 2) {
+    g.status = b.empty() || b[0] == 5 ? SocksStatus::incomplete : SocksStatus::bad;
+    return g;
+  }
+  const std::size_t methods = static_cast<unsigned char>(b[1]);
+  if (b[0] != 5 || methods == 0) return g;
+  if (b.size() < 2 + methods) {
+    g.status = SocksStatus::incomplete;
+    return g;
+  }
+  g.status = SocksStatus::ok;
+  g.no_auth = b.substr(2, methods).find('\0') != std::string_view::npos;
+  g.consumed = 2 + methods;
+  return g;
+}
+
+SocksRequest parse_socks5_request(std::string_view b) {
+  SocksRequest r;
+  if (b.size() < 5) {
+    r.status = b.empty() || b[0] == 5 ? SocksStatus::incomplete : SocksStatus::bad;
+    return r;
+  }
+  if (b[0] != 5) return r;
+  if (b[1] != 1) {
+    r.reply = 0x07;  // command not supported: CONNECT only
+    return r;
+  }
+  const char atyp = b[3];
+  const std::size_t need = atyp == 1   ? 4 + 4 + 2
+                           : atyp == 4 ? 4 + 16 + 2
+                           : atyp == 3 ? 4 + 1 + static_cast<unsigned char>(b[4]) + 2
+                                       : 0;
+  if (need == 0) {
+    r.reply = 0x08;  // address type not supported
+    return r;
+  }
+  if (b.size() < need) {
+    r.status = SocksStatus::incomplete;
+    return r;
+  }
+  r.port = be16(b, need - 2);
+  if (atyp == 3) {
+    r.host = b.substr(5, need - 7);
+    r.is_name = true;
+  } else {
+    hosts::Address a;
+    a.v4 = atyp == 1;
+    std::copy_n(reinterpret_cast<const unsigned char*>(b.data()) + 4, a.v4 ? 4 : 16, a.bytes.begin());
+    r.host = hosts::address_text(a);
+  }
+  r.status = SocksStatus::ok;
+  r.consumed = need;
+  return r;
+}
+
+SocksRequest parse_socks4_request(std::string_view b) {
+  SocksRequest r;
+  r.reply = 0x5b;  // request rejected or failed: SOCKS4 has no finer code
+  if (!b.empty() && b[0] != 4) {
+    r.reply = 0;
+    return r;
+  }
+  if (b.size() < 8) {
+    r.status = SocksStatus::incomplete;
+    return r;
+  }
+  // A field ending in NUL, of at most 255 bytes, from `from`.
+  auto field_end = [&](std::size_t from, std::size_t& end) {
+    end = b.find('\0', from);
+    if (end != std::string_view::npos) return end - from <= 255 ? SocksStatus::ok : SocksStatus::bad;
+    return b.size() - from <= 255 ? SocksStatus::incomplete : SocksStatus::bad;
+  };
+  std::size_t user_end = 0;
+  if (const SocksStatus st = field_end(8, user_end); st != SocksStatus::ok) {
+    r.status = st;
+    return r;
+  }
+  if (b[1] != 1) return r;  // CONNECT only
+  r.port = be16(b, 2);
+  const bool socks4a = b[4] == 0 && b[5] == 0 && b[6] == 0 && b[7] != 0;
+  r.consumed = user_end + 1;
+  if (socks4a) {
+    std::size_t name_end = 0;
+    if (const SocksStatus st = field_end(r.consumed, name_end); st != SocksStatus::ok) {
+      r.status = st;
+      return r;
+    }
+    r.host = b.substr(r.consumed, name_end - r.consumed);
+    r.is_name = true;
+    r.consumed = name_end + 1;
+  } else {
+    hosts::Address a;
+    std::copy_n(reinterpret_cast<const unsigned char*>(b.data()) + 4, 4, a.bytes.begin());
+    r.host = hosts::address_text(a);
+  }
+  r.status = SocksStatus::ok;
+  r.reply = 0;
+  return r;
 }
 
 ClientHello client_hello_sni(std::string_view b) {
@@ -217,6 +342,10 @@ std::optional<DnsQuery> parse_dns_query(std::string_view p) {
       break;
     }
     if (len > 63 || at + 1 + len > p.size()) return std::nullopt;  // no compression in a question
+    // A dot inside a label would make the labels "a" "b.c" and "a.b" "c"
+    // one name: the stub would judge and answer a name the query did not
+    // ask for (nsrun's resolver refuses the same, resolve.cpp read_name()).
+    if (p.substr(at + 1, len).find('.') != std::string_view::npos) return std::nullopt;
     if (!q.name.empty()) q.name.push_back('.');
     q.name.append(p.substr(at + 1, len));
     if (q.name.size() > 253) return std::nullopt;

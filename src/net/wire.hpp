@@ -32,6 +32,19 @@ struct HttpHead {
 // without ':', whitespace before ':', obsolete line folding).
 std::optional<HttpHead> parse_http_head(std::string_view head);
 
+// The length of a request's body, from its head (RFC 9112 6.3): its one
+// Content-Length (repeated only with the same value), else none. A
+// Transfer-Encoding (chunked) is refused ("transfer-encoding"): the proxy
+// forwards one request per connection and must know where it ends
+// without decoding chunks of bytes the command controls; with a
+// Content-Length beside it, it is the classic smuggling pair. Other
+// errors: "bad-content-length".
+struct BodyLength {
+  uint64_t bytes = 0;
+  std::string error;  // empty: `bytes` holds the length
+};
+BodyLength request_body_length(const std::vector<std::pair<std::string, std::string>>& headers);
+
 struct Authority {
   std::string host;  // without brackets
   uint16_t port = 0;
@@ -60,6 +73,40 @@ struct ClientHello {
 };
 ClientHello client_hello_sni(std::string_view bytes);
 
+// SOCKS (RFC 1928, and SOCKS4/4a as the de facto spec has them), read from
+// the start of the client's bytes. `incomplete`: more bytes are needed
+// (never more than max_socks_request in all); `bad`: answer `reply` and
+// close; `ok`: the request is the first `consumed` bytes.
+inline constexpr std::size_t max_socks_request = 8 + 256 + 256;
+enum class SocksStatus { incomplete, bad, ok };
+
+// The SOCKS5 greeting: version 5, then 1 to 255 methods. `no_auth`: one
+// of them is "no authentication" (0), the only one the proxy speaks.
+struct Socks5Greeting {
+  SocksStatus status = SocksStatus::bad;
+  bool no_auth = false;
+  std::size_t consumed = 0;
+};
+Socks5Greeting parse_socks5_greeting(std::string_view bytes);
+
+struct SocksRequest {
+  SocksStatus status = SocksStatus::bad;
+  unsigned char reply = 0;  // for bad: the reply code to send, 0 when none (close unanswered)
+  std::string host;         // a name as sent, or an address's text
+  bool is_name = false;
+  uint16_t port = 0;
+  std::size_t consumed = 0;
+};
+// The request after the greeting: version 5, CONNECT, an IPv4 or IPv6
+// address or a name of 0 to 255 bytes (an empty one is accepted here and
+// refused by the caller as a bad host, as any name it cannot canonicalise),
+// a port.
+SocksRequest parse_socks5_request(std::string_view bytes);
+// Version 4, CONNECT, a port, an address, a user id ending in NUL; for 4a
+// (address 0.0.0.x, x != 0) then a name ending in NUL. The user id and the
+// name are at most 255 bytes each.
+SocksRequest parse_socks4_request(std::string_view bytes);
+
 // Big-endian 16-bit fields, as DNS and TLS write them (`at + 2` must be
 // within `s`).
 uint16_t be16(std::string_view s, std::size_t at);
@@ -68,7 +115,7 @@ void put16(std::string& out, uint16_t v);
 // root; false, with `out` unchanged, when it cannot be written so.
 bool put_dns_name(std::string& out, std::string_view name);
 
-// DNS (RFC 1035): one question per query.
+// DNS (RFC 1035): one question per query, its labels without '.' inside.
 struct DnsQuery {
   uint16_t id = 0;
   bool recursion_desired = false;

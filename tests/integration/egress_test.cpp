@@ -17,6 +17,7 @@
 
 using namespace nsrun_test;
 using Catch::Matchers::ContainsSubstring;
+using Catch::Matchers::StartsWith;
 
 namespace {
 
@@ -276,4 +277,101 @@ TEST_CASE("egress: no listener of nsrun's is reachable from the host while the c
   CHECK(value(r.out, "listening") == "22,80,443");
   CHECK(value(r.out, "connect_3128") == "Connection refused");
   CHECK(value(r.out, "connect_53") == "Connection refused");
+}
+
+namespace {
+
+// An upstream on 198.18.0.1:8080 that reads its connection to the end and
+// answers with every byte it received, so the client sees exactly what
+// the proxy forwarded.
+constexpr std::string_view echo_server_py = R"PY(
+import socket, threading
+def serve_echo(s):
+    while True:
+        c, _ = s.accept()
+        data = b''
+        while True:
+            d = c.recv(65536)
+            if not d: break
+            data += d
+        c.sendall(b'HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n' % len(data) + data)
+        c.close()
+e = socket.socket(); e.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); e.bind(('198.18.0.1', 8080)); e.listen(16)
+threading.Thread(target=serve_echo, args=(e,), daemon=True).start()
+)PY";
+
+// Inside the sandbox: requests pipelined behind a first one, each printed
+// as what reached the upstream (or the proxy's refusal).
+constexpr std::string_view pipeline_py = R"PY(
+import os, socket
+P = int(os.environ['http_proxy'].rsplit(':', 1)[1])
+def out(k, v): print('%s=%s' % (k, v), flush=True)
+def exchange(*parts):
+    s = socket.create_connection(('127.0.0.1', P), timeout=10)
+    for p in parts: s.sendall(p)
+    s.shutdown(socket.SHUT_WR)
+    data = b''
+    while True:
+        d = s.recv(65536)
+        if not d: break
+        data += d
+    head, _, body = data.partition(b'\r\n\r\n')
+    status = head.split(b' ')[1].decode() if b' ' in head else 'none'
+    err = [h.split(b':', 1)[1].strip().decode() for h in head.split(b'\r\n') if h.lower().startswith(b'x-proxy-error:')]
+    return status + ('/' + err[0] if err else '') + ':' + repr(body)
+second = b'GET http://other.test/ HTTP/1.1\r\nHost: other.test\r\n\r\n'
+first = b'GET http://web.test:8080/first HTTP/1.1\r\nHost: web.test:8080\r\n\r\n'
+out('pipelined', exchange(first + second))
+out('pipelined_later', exchange(first, second, b'GET /x HTTP/1.1\r\nHost: web.test\r\n\r\n'))
+post = b'POST http://web.test:8080/p HTTP/1.1\r\nHost: web.test:8080\r\nContent-Length: 10\r\n\r\n'
+out('body', exchange(post + b'hello', b'world' + second))
+out('chunked', exchange(b'POST http://web.test:8080/p HTTP/1.1\r\nHost: web.test:8080\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n' + second))
+out('smuggle', exchange(b'POST http://web.test:8080/p HTTP/1.1\r\nHost: web.test:8080\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n' + second))
+out('two_lengths', exchange(b'POST http://web.test:8080/p HTTP/1.1\r\nHost: web.test:8080\r\nContent-Length: 5\r\nContent-Length: 50\r\n\r\nhello' + second))
+out('signed_length', exchange(b'POST http://web.test:8080/p HTTP/1.1\r\nHost: web.test:8080\r\nContent-Length: +5\r\n\r\nhello' + second))
+)PY";
+
+struct PipelineWorld : egress::World {
+  PipelineWorld() {
+    write_file(dir / "server.py", std::string(http_hello_py) + std::string(echo_server_py) + std::string(egress::server_py));
+    write_file(dir / "pipeline.py", pipeline_py);
+  }
+};
+
+void check_one_request_per_connection(const std::string& extra) {
+  PipelineWorld w;
+  auto r = w.run(w.nsrun_cmd(extra + " --report " + shell_quote(w.dir / "report.json"),
+                             "/usr/bin/python3 " + shell_quote(w.dir / "pipeline.py")));
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::string first = "GET /first HTTP/1.1\\r\\nHost: web.test:8080\\r\\nConnection: close\\r\\n\\r\\n";
+  // The upstream received the first request and nothing after it.
+  CHECK(value(r.out, "pipelined") == "200:b'" + first + "'");
+  CHECK(value(r.out, "pipelined_later") == "200:b'" + first + "'");
+  // The declared body, split over two sends, and not a byte more.
+  CHECK(value(r.out, "body") ==
+        "200:b'POST /p HTTP/1.1\\r\\nHost: web.test:8080\\r\\nContent-Length: 10\\r\\nConnection: close\\r\\n\\r\\nhelloworld'");
+  CHECK_THAT(value(r.out, "chunked"), StartsWith("411/transfer-encoding:"));
+  CHECK_THAT(value(r.out, "smuggle"), StartsWith("411/transfer-encoding:"));
+  CHECK_THAT(value(r.out, "two_lengths"), StartsWith("400/bad-content-length:"));
+  CHECK_THAT(value(r.out, "signed_length"), StartsWith("400/bad-content-length:"));
+  // other.test was never judged: no request for it reached the proxy's rules.
+  const std::string report = read_file(w.dir / "report.json");
+  CHECK_THAT(report, !ContainsSubstring("other.test"));
+  CHECK_THAT(report, ContainsSubstring(R"("reason":"transfer-encoding")"));
+}
+
+}  // namespace
+
+TEST_CASE("egress: a plain-HTTP connection carries one request and its declared body, nothing pipelined after it",
+          "[egress][egress-pipeline]") {
+  require_userns();
+  have_tools();
+  check_one_request_per_connection("");
+}
+
+TEST_CASE("egress on the Landlock rung: one request per plain-HTTP connection too", "[egress][egress-pipeline][landlock]") {
+  require_landlock();
+  have_tools();
+  check_one_request_per_connection("--backend landlock");
 }

@@ -76,6 +76,18 @@ int threads_of(pid_t pid) {
   return 0;
 }
 
+// How many of `pid`'s children are the egress proxy's process.
+int proxies_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
+  int n = 0;
+  for (pid_t child; in >> child;) {
+    std::ifstream comm("/proc/" + std::to_string(child) + "/comm");
+    std::string name;
+    if (std::getline(comm, name) && name == "nsrun-proxy") ++n;
+  }
+  return n;
+}
+
 // Opens the fifo for writing (the sandbox's `read` is its reader) and
 // closes it: the reader sees end of file and goes on.
 void release(const std::string& fifo) {
@@ -84,11 +96,12 @@ void release(const std::string& fifo) {
   ::close(fd);
 }
 
-// --network proxy starts its thread at the first connection or query, not
-// at every launch: before it nsrun has one thread, after it more, and the
+// --network proxy starts its process at the first connection or query, not
+// at every launch: before it nsrun has one thread and no proxy, after it a
+// proxy process (and a thread that reads its decisions), and the
 // connection is served (nsrun connect reaches the proxy and is refused by
 // the allow-list, which only the proxy can say).
-TEST_CASE("startup: the egress proxy's thread starts at the first connection", "[startup][egress]") {
+TEST_CASE("startup: the egress proxy's process starts at the first connection", "[startup][egress]") {
   require_userns();
   TempDir ws("su-proxy");
   const std::string go = ws / "go";
@@ -104,10 +117,12 @@ TEST_CASE("startup: the egress proxy's thread starts at the first connection", "
   Process p({nsrun_path(), "--network", "proxy", "--allow-host", "example.invalid", "--", "sh", "-c", script}, at(ws));
   p.wait_for_line("ready");
   CHECK(threads_of(p.pid()) == 1);
+  CHECK(proxies_of(p.pid()) == 0);
   release(go);
   const std::string line = p.wait_for_line("connected");
   CHECK(line != "connected 0");
-  CHECK(threads_of(p.pid()) >= 2);
+  CHECK(threads_of(p.pid()) == 2);
+  CHECK(proxies_of(p.pid()) == 1);
   release(end);
   RunResult r = p.wait();
   INFO(r.err);

@@ -7,6 +7,9 @@
 #include <vector>
 
 #include "cli/bwrap.hpp"
+#include "net/resolve.hpp"
+#include "net/wire.hpp"
+#include "policy/hosts.hpp"
 #include "policy/json.hpp"
 #include "policy/policy_json.hpp"
 
@@ -54,4 +57,38 @@ TEST_CASE("fuzz regression: a descriptor number in a policy fits an int", "[fuzz
   auto uid = from_json(*json::parse(R"({"uid": 4294967294})"));
   REQUIRE(uid);
   CHECK(*uid->uid == 4294967294u);
+}
+
+// fuzz_dns_query: a query whose labels were "registry" "n.kjs" "org" was
+// read as the name registry.n.kjs.org, judged and answered as such: the
+// stub answered a name the query had not asked for (nsrun's own resolver
+// then refused the answer). A dot inside a label is now a malformed query.
+TEST_CASE("fuzz regression: the DNS stub refuses a label with a dot inside", "[fuzz][egress]") {
+  const std::string dotted("\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x08registry\x05n.kjs\x03org\x00\x00\x1c\x00\x01", 36);
+  CHECK_FALSE(egress::parse_dns_query(dotted));
+  const std::string plain("\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x08registry\x01n\x03kjs\x03org\x00\x00\x1c\x00\x01", 36);
+  auto q = egress::parse_dns_query(plain);
+  REQUIRE(q);
+  CHECK(q->name == "registry.n.kjs.org");
+  // What the stub answers for it, nsrun's resolver reads back.
+  hosts::Address v6;
+  v6.v4 = false;
+  v6.bytes[15] = 1;
+  v6.bytes[0] = 0x20;
+  auto reply = resolve::parse_reply(egress::dns_answer(plain, *q, 0, {v6}), q->id, q->name, q->type);
+  REQUIRE(reply);
+  CHECK(reply->addresses.size() == 1);
+}
+
+// fuzz_socks: a SOCKS5 request naming the empty name was accepted by the
+// parser against what its comment said; it is the caller that refuses it
+// (as `bad-host`, reply 0x02), as any name it cannot canonicalise. The
+// comment now says so and the harness checks that.
+TEST_CASE("fuzz regression: a SOCKS5 request for the empty name is refused as a bad host", "[fuzz][egress]") {
+  const std::string empty("\x05\x01\x00\x03\x00\x00\x50", 7);
+  const auto r = egress::parse_socks5_request(empty);
+  REQUIRE(r.status == egress::SocksStatus::ok);
+  CHECK(r.host.empty());
+  CHECK(r.consumed == 7);
+  CHECK_FALSE(hosts::canonical_host(r.host));
 }

@@ -61,6 +61,62 @@ TEST_CASE("wire: HTTP request heads", "[wire]") {
   }
 }
 
+TEST_CASE("wire: a request's body length is one Content-Length, never a transfer coding", "[wire][egress-pipeline]") {
+  using H = std::vector<std::pair<std::string, std::string>>;
+  CHECK(request_body_length(H{{"Host", "a"}}).bytes == 0);
+  CHECK(request_body_length(H{{"Host", "a"}}).error.empty());
+  CHECK(request_body_length(H{{"content-LENGTH", "12"}}).bytes == 12);
+  CHECK(request_body_length(H{{"Content-Length", "7"}, {"Content-Length", "7"}}).bytes == 7);
+  CHECK(request_body_length(H{{"Content-Length", "18446744073709551615"}}).bytes == UINT64_MAX);
+  for (const H& bad : {H{{"Content-Length", "7"}, {"Content-Length", "8"}}, H{{"Content-Length", "+7"}},
+                       H{{"Content-Length", "-1"}}, H{{"Content-Length", "7, 7"}}, H{{"Content-Length", ""}},
+                       H{{"Content-Length", "0x10"}}, H{{"Content-Length", "18446744073709551616"}}}) {
+    INFO(bad.back().second);
+    CHECK(request_body_length(bad).error == "bad-content-length");
+  }
+  CHECK(request_body_length(H{{"Transfer-Encoding", "chunked"}}).error == "transfer-encoding");
+  CHECK(request_body_length(H{{"Content-Length", "5"}, {"transfer-encoding", "identity"}}).error == "transfer-encoding");
+}
+
+TEST_CASE("wire: SOCKS5 and SOCKS4/4a requests", "[wire]") {
+  using S = SocksStatus;
+  CHECK(parse_socks5_greeting("").status == S::incomplete);
+  CHECK(parse_socks5_greeting(std::string("\x05\x02\x02", 3)).status == S::incomplete);
+  auto g = parse_socks5_greeting(std::string("\x05\x02\x02\x00rest", 8));
+  CHECK(g.status == S::ok);
+  CHECK(g.no_auth);
+  CHECK(g.consumed == 4);
+  CHECK_FALSE(parse_socks5_greeting(std::string("\x05\x01\x02", 3)).no_auth);
+  CHECK(parse_socks5_greeting(std::string("\x05\x00", 2)).status == S::bad);
+
+  auto r = parse_socks5_request(std::string("\x05\x01\x00\x03\x06" "a.test\x01\xbbX", 14));
+  CHECK(r.status == S::ok);
+  CHECK(r.host == "a.test");
+  CHECK(r.is_name);
+  CHECK(r.port == 443);
+  CHECK(r.consumed == 13);
+  CHECK(parse_socks5_request(std::string("\x05\x01\x00\x03\x06" "a.te", 9)).status == S::incomplete);
+  r = parse_socks5_request(std::string("\x05\x01\x00\x01\x7f\x00\x00\x01\x00\x50", 10));
+  CHECK(r.host == "127.0.0.1");
+  CHECK_FALSE(r.is_name);
+  CHECK(parse_socks5_request(std::string("\x05\x02\x00\x01\x7f", 5)).reply == 0x07);
+  CHECK(parse_socks5_request(std::string("\x05\x01\x00\x09\x7f", 5)).reply == 0x08);
+  CHECK(parse_socks5_request(std::string("\x04\x01\x00\x01\x7f", 5)).reply == 0);
+
+  r = parse_socks4_request(std::string("\x04\x01\x00\x50\x00\x00\x00\x01user\x00" "a.test\x00Y", 21));
+  CHECK(r.status == S::ok);
+  CHECK(r.host == "a.test");
+  CHECK(r.port == 80);
+  CHECK(r.consumed == 20);
+  r = parse_socks4_request(std::string("\x04\x01\x00\x50\x0a\x00\x00\x01\x00", 9));
+  CHECK(r.host == "10.0.0.1");
+  CHECK(parse_socks4_request(std::string("\x04\x01\x00\x50\x0a\x00\x00\x01us", 10)).status == S::incomplete);
+  CHECK(parse_socks4_request(std::string("\x04\x02\x00\x50\x0a\x00\x00\x01\x00", 9)).reply == 0x5b);
+  // A user id or a name of more than 255 bytes is refused, not waited for.
+  CHECK(parse_socks4_request(std::string("\x04\x01\x00\x50\x0a\x00\x00\x01", 8) + std::string(256, 'u')).status == S::bad);
+  CHECK(parse_socks4_request(std::string("\x04\x01\x00\x50\x00\x00\x00\x01\x00", 9) + std::string(256, 'n')).status == S::bad);
+}
+
 TEST_CASE("wire: authorities and absolute URIs", "[wire]") {
   auto a = parse_authority("example.com:8443", 0);
   REQUIRE(a);
