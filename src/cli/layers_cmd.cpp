@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "layers/changes.hpp"
 #include "layers/dirs.hpp"
 #include "layers/session.hpp"
+#include "policy/gitdirs.hpp"
 #include "policy/protect.hpp"
 #include "policy/cow.hpp"
 #include "sys/syscalls.hpp"
@@ -206,7 +208,14 @@ int run_commands(std::string_view verb, std::span<const std::string> args) {
   if (!git) return report(git.error());
   for (const auto& g : *git)
     git_paths.push_back(g.substr(ws == "/" ? 1 : ws.size() + 1));
-  options.is_protected = [set = *run->info.protected_set, git_paths](std::string_view path) {
+  // And git material anywhere in the layer that a later git would obey (a
+  // nested .git, a submodule's config and hooks: policy/gitdirs.hpp), with
+  // the protected set's .git/config. A tree added as a whole that holds one
+  // is refused whole (it is on the way to one).
+  const std::vector<std::string>& set = *run->info.protected_set;
+  if (std::find(set.begin(), set.end(), ".git/config") != set.end())
+    for (auto& g : find_git_armed(run->upper.get())) git_paths.push_back(std::move(g));
+  options.is_protected = [set, git_paths](std::string_view path) {
     return commit_protected(path, set) || commit_protected(path, git_paths);
   };
   // A run no sandbox runs on any more, and none of whose processes can
@@ -218,8 +227,15 @@ int run_commands(std::string_view verb, std::span<const std::string> args) {
   auto outcome = layers::commit(run->upper.get(), run->workspace.get(), options);
   if (!outcome) return report(outcome.error());
   fmt::print("{}", layers::list(outcome->applied));
-  for (const auto& c : outcome->refused)
-    fmt::print(stderr, "nsrun: protected path {}: not committed\n", printable(c.path));
+  for (const auto& c : outcome->refused) {
+    // A tree refused for the git material it holds says which.
+    std::string held;
+    for (const auto& g : git_paths)
+      if (g.size() > c.path.size() && g.starts_with(c.path) && g[c.path.size()] == '/')
+        held += (held.empty() ? "" : ", ") + g;
+    fmt::print(stderr, "nsrun: protected path {}: not committed{}\n", printable(c.path),
+               held.empty() ? "" : printable(" (it holds git material: " + held + ")"));
+  }
   for (const auto& c : outcome->conflicts)
     fmt::print(stderr, "nsrun: conflict: {}: changed on the host since the run started; not committed (--force "
                        "applies it)\n",
