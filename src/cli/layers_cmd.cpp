@@ -213,8 +213,10 @@ int run_commands(std::string_view verb, std::span<const std::string> args) {
   // the protected set's .git/config. A tree added as a whole that holds one
   // is refused whole (it is on the way to one).
   const std::vector<std::string>& set = *run->info.protected_set;
-  if (std::find(set.begin(), set.end(), ".git/config") != set.end())
-    for (auto& g : find_git_armed(run->upper.get())) git_paths.push_back(std::move(g));
+  GitArmed armed;
+  if (std::find(set.begin(), set.end(), ".git/config") != set.end()) armed = find_git_armed(run->upper.get());
+  git_paths.insert(git_paths.end(), armed.armed.begin(), armed.armed.end());
+  for (const auto& [path, why] : armed.unread) git_paths.push_back(path);
   options.is_protected = [set, git_paths](std::string_view path) {
     return commit_protected(path, set) || commit_protected(path, git_paths);
   };
@@ -228,13 +230,19 @@ int run_commands(std::string_view verb, std::span<const std::string> args) {
   if (!outcome) return report(outcome.error());
   fmt::print("{}", layers::list(outcome->applied));
   for (const auto& c : outcome->refused) {
-    // A tree refused for the git material it holds says which.
-    std::string held;
-    for (const auto& g : git_paths)
-      if (g.size() > c.path.size() && g.starts_with(c.path) && g[c.path.size()] == '/')
-        held += (held.empty() ? "" : ", ") + g;
+    // A tree refused for the git material it holds says which, or what in
+    // it the commit could not look into.
+    auto inside = [&](const std::string& g) {
+      return g.size() > c.path.size() && g.starts_with(c.path) && g[c.path.size()] == '/';
+    };
+    std::string why;
+    for (const auto& g : armed.armed)
+      if (inside(g)) why += (why.empty() ? " (it holds git material: " : ", ") + printable(g, 256);
+    for (const auto& [g, unread] : armed.unread)
+      if (inside(g) || g == c.path)
+        why += (why.empty() ? " (" : "; ") + fmt::format("the commit cannot look into {}: {}", printable(g, 256), unread);
     fmt::print(stderr, "nsrun: protected path {}: not committed{}\n", printable(c.path),
-               held.empty() ? "" : printable(" (it holds git material: " + held + ")"));
+               why.empty() ? "" : printable(why + ")"));
   }
   for (const auto& c : outcome->conflicts)
     fmt::print(stderr, "nsrun: conflict: {}: changed on the host since the run started; not committed (--force "

@@ -179,7 +179,7 @@ void walk_tree(int root, const TreeVisit& v) {
     for (std::size_t i = anchor + 1; i < stack.size(); ++i) path += stack[i].name + "/";
     path += name;
     if (path.size() >= PATH_MAX) {
-      v.unscanned(rel, "longer than PATH_MAX below the first levels (git cannot work there: getcwd fails)");
+      v.unscanned(rel, "too many directories deep: over PATH_MAX bytes below the first 64 levels (git cannot work there)");
       continue;
     }
     Fd d = open_dir_beneath(stack[anchor].fd.get(), path);
@@ -191,18 +191,18 @@ void walk_tree(int root, const TreeVisit& v) {
   }
 }
 
-std::vector<std::string> find_git_armed(int dir) {
-  std::vector<std::string> out;
+GitArmed find_git_armed(int dir) {
+  GitArmed out;
   walk_tree(dir, TreeVisit{
                      [&](int, const std::string& rel_dir, const std::string& name, unsigned char type) {
                        std::string rel = join(rel_dir, name);
                        if (git_armed_path(rel) || (type == DT_LNK && git_link_armed(rel))) {
-                         out.push_back(std::move(rel));
+                         out.armed.push_back(std::move(rel));
                          return false;
                        }
                        return type == DT_DIR;
                      },
-                     [&](const std::string& rel, const std::string&) { out.push_back(rel); },
+                     [&](const std::string& rel, const std::string& why) { out.unread.emplace_back(rel, why); },
                  });
   return out;
 }

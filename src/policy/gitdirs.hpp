@@ -21,6 +21,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "sys/error.hpp"
@@ -71,8 +72,13 @@ void walk_tree(int root, const TreeVisit& visit);
 
 // The paths in the tree under `dir` (a directory fd: the copy-on-write
 // layer) that git_armed_path() names, each without what lies below it, and
-// each directory the walk could not read (fail closed: refused as well).
-std::vector<std::string> find_git_armed(int dir);
+// each directory the walk could not read, with why (fail closed: to be
+// refused as well).
+struct GitArmed {
+  std::vector<std::string> armed;
+  std::vector<std::pair<std::string, std::string>> unread;  // path, why
+};
+GitArmed find_git_armed(int dir);
 
 struct GitFinding {
   std::string root;      // the writable root

@@ -112,7 +112,9 @@ TEST_CASE("git dirs: the layer walk finds nested git material at any depth, foll
   }
   Fd root = open_dir(s.path);
   REQUIRE(root);
-  std::vector<std::string> found = find_git_armed(root.get());
+  const GitArmed armed = find_git_armed(root.get());
+  CHECK(armed.unread.empty());
+  std::vector<std::string> found = armed.armed;
   std::sort(found.begin(), found.end());
   std::vector<std::string> want = {".git/modules/linked", ".git/modules/sub/config", deep + "/.git", "elsewhere/.git",
                                    "vendor/lib/.git", long_rel + "/.GIT"};
