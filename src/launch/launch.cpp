@@ -884,7 +884,7 @@ int run(const Policy& policy, const ErrorReporter& report_error, SetupDeath setu
   report.seccomp_filter = !prepared->seccomp.empty();
   if (policy.verdict)
     if (const std::string line = verdict_line(report.verdict); !line.empty()) fmt::print(stderr, "{}\n", line);
-  report_protected(protect_watch, policy, report);
+  report_protected(protect_watch, policy, report, outcome.error);
   if (prepared->egress) report.network = std::move(prepared->egress_decisions);
   return finish(outcome.exit_code, outcome.error, outcome.cause);
 }

@@ -88,7 +88,31 @@ void report_git(const ProtectWatch& watch, LaunchReport& report) {
 
 }  // namespace
 
-void report_protected(const ProtectWatch& watch, const Policy& policy, LaunchReport& report) {
+namespace {
+
+bool command_never_started(const std::optional<Error>& failure) {
+  if (!failure) return false;
+  switch (failure->kind) {
+    case ErrorKind::usage:
+    case ErrorKind::not_found:
+    case ErrorKind::not_exec: return true;
+    case ErrorKind::setup: break;
+  }
+  switch (failure->phase) {
+    case Phase::input:
+    case Phase::prepare:
+    case Phase::choose_rung:
+    case Phase::build:
+    case Phase::start_pid1:
+    case Phase::confine: return true;
+    default: return false;  // from the command's start on, it may have run
+  }
+}
+
+}  // namespace
+
+void report_protected(const ProtectWatch& watch, const Policy& policy, LaunchReport& report,
+                      const std::optional<Error>& failure) {
   report.hidden_credentials = policy.hidden_paths;
   if (watch.before.empty()) return;
   // Only the paths not kept can have been created: one more walk for each
@@ -113,7 +137,7 @@ void report_protected(const ProtectWatch& watch, const Policy& policy, LaunchRep
     }
     report.protected_paths.push_back(std::move(pr));
   }
-  if (!watch.git_roots.empty()) report_git(watch, report);
+  if (!watch.git_roots.empty() && !command_never_started(failure)) report_git(watch, report);
 }
 
 }  // namespace nsrun

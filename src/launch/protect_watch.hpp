@@ -5,6 +5,7 @@
 // before the ladder, one after.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,11 @@ ProtectWatch watch_protected(const Policy& policy);
 // quarantine name (`nsrun: git configuration P: ...`), or each directory
 // the git scan could not look into. Called once every process of the
 // command is dead.
-void report_protected(const ProtectWatch& watch, const Policy& policy, LaunchReport& report);
+// `failure`: the launch's error, if any; the git scan is skipped when it
+// says the command never started (the launch refused before it), where
+// nothing of the command's can be found and a refused root (a symlink
+// swapped in) would only be said twice.
+void report_protected(const ProtectWatch& watch, const Policy& policy, LaunchReport& report,
+                      const std::optional<Error>& failure = std::nullopt);
 
 }  // namespace nsrun
