@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "layers/changes.hpp"
 #include "layers/dirs.hpp"
 #include "layers/session.hpp"
+#include "policy/gitdirs.hpp"
 #include "policy/protect.hpp"
 #include "policy/cow.hpp"
 #include "policy/json.hpp"
@@ -247,7 +249,16 @@ int run_commands(std::string_view verb, std::span<const std::string> args) {
   if (!git) return report(git.error());
   for (const auto& g : *git)
     git_paths.push_back(g.substr(ws == "/" ? 1 : ws.size() + 1));
-  options.is_protected = [set = *run->info.protected_set, git_paths](std::string_view path) {
+  // And git material anywhere in the layer that a later git would obey (a
+  // nested .git, a submodule's config and hooks: policy/gitdirs.hpp), with
+  // the protected set's .git/config. A tree added as a whole that holds one
+  // is refused whole (it is on the way to one).
+  const std::vector<std::string>& set = *run->info.protected_set;
+  GitArmed armed;
+  if (std::find(set.begin(), set.end(), ".git/config") != set.end()) armed = find_git_armed(run->upper.get());
+  git_paths.insert(git_paths.end(), armed.armed.begin(), armed.armed.end());
+  for (const auto& [path, why] : armed.unread) git_paths.push_back(path);
+  options.is_protected = [set, git_paths](std::string_view path) {
     return commit_protected(path, set) || commit_protected(path, git_paths);
   };
   // A run no sandbox runs on any more, and none of whose processes can
@@ -275,8 +286,21 @@ int run_commands(std::string_view verb, std::span<const std::string> args) {
   } else {
     fmt::print("{}", layers::list(outcome->applied));
   }
-  for (const auto& c : outcome->refused)
-    fmt::print(stderr, "nsrun: protected path {}: not committed\n", printable(c.path));
+  for (const auto& c : outcome->refused) {
+    // A tree refused for the git material it holds says which, or what in
+    // it the commit could not look into.
+    auto inside = [&](const std::string& g) {
+      return g.size() > c.path.size() && g.starts_with(c.path) && g[c.path.size()] == '/';
+    };
+    std::string why;
+    for (const auto& g : armed.armed)
+      if (inside(g)) why += (why.empty() ? " (it holds git material: " : ", ") + printable(g, 256);
+    for (const auto& [g, unread] : armed.unread)
+      if (inside(g) || g == c.path)
+        why += (why.empty() ? " (" : "; ") + fmt::format("the commit cannot look into {}: {}", printable(g, 256), unread);
+    fmt::print(stderr, "nsrun: protected path {}: not committed{}\n", printable(c.path),
+               why.empty() ? "" : printable(why + ")"));
+  }
   for (const auto& c : outcome->conflicts)
     fmt::print(stderr, "nsrun: conflict: {}: changed on the host since the run started; not committed (--force "
                        "applies it)\n",

@@ -934,7 +934,7 @@ int run(const Policy& policy, const ErrorReporter& report_error, SetupDeath setu
   layers->mark_ended();
   layers->close();
   report.seccomp_filter = !prepared->seccomp.empty();
-  report_protected(protect_watch, policy, report);
+  report_protected(protect_watch, policy, report, outcome.error);
   if (prepared->egress) report.network = std::move(prepared->egress_decisions);
   // The rung that ran decided how each limit was kept: a best-effort
   // RLIMIT_AS standing in for the memory limit is said whatever the end.

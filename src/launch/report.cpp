@@ -163,6 +163,7 @@ json::Value to_json(const LaunchReport& r) {
     item.set("path", pr.path);
     item.set("kept", pr.kept);
     item.set("operation", pr.operation.empty() ? Value() : Value(pr.operation));
+    if (!pr.renamed_to.empty()) item.set("renamed_to", pr.renamed_to);
     return item;
   }));
   out.set("hidden_credentials", array_of(r.hidden_credentials, [](const std::string& h) { return Value(h); }));

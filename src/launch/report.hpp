@@ -34,8 +34,9 @@ struct RungReport {
 // not keep and that exists after the run is ("created").
 struct ProtectedReport {
   std::string path;
-  std::string kept;       // read-only, covered, sealed, not-kept, unreachable
-  std::string operation;  // "" or "created"
+  std::string kept;       // read-only, covered, sealed, not-kept, unreachable; git scan: quarantined, armed, unscanned
+  std::string operation;  // "", "created" or (git scan) "changed"
+  std::string renamed_to; // quarantined: the name it has now, in the same directory
 };
 
 struct LaunchReport {

@@ -122,8 +122,6 @@ std::vector<std::string> protected_paths(const Policy& p) {
   return kept;
 }
 
-namespace {
-
 // ASCII case folded: a workspace on a case-insensitive file system (vfat,
 // exfat, an ext4 casefold directory) reaches .git/hooks as .GIT/Hooks, and
 // the layer that commit reads from is case-sensitive.
@@ -131,6 +129,8 @@ bool same_folded(std::string_view a, std::string_view b) {
   auto fold = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [&](char x, char y) { return fold(x) == fold(y); });
 }
+
+namespace {
 
 bool below_folded(std::string_view path, std::string_view dir) {
   return path.size() > dir.size() && same_folded(path.substr(0, dir.size()), dir) && path[dir.size()] == '/';

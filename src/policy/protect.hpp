@@ -58,6 +58,10 @@ enum class ProtectMatch {
                 // be removed, renamed, replaced or made a symlink or a file
 };
 
+// Names compared with ASCII case folded, as every match here compares them
+// (a case-insensitive file system reaches .git as .GIT).
+bool same_folded(std::string_view a, std::string_view b);
+
 // Whether `rel` (a path relative to a writable root, normalised as above;
 // "" is the root itself) is protected by `set` (as protected_paths() gives,
 // relative entries only), names compared without ASCII case (a

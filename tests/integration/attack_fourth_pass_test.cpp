@@ -530,6 +530,20 @@ TEST_CASE("attack4: a .git config with include.path and core.hooksPath made by o
                          at(ws));
   INFO(made.err);
   REQUIRE(made.exit_code == 0);
+  // What the run made was quarantined after it (protect_gitdirs_test.cpp):
+  // the config, the file it includes, the hook. The user looks at each and
+  // keeps it (renames it back).
+  CHECK(made.err.find("nsrun: git configuration " + ws / ".git/config:") != std::string::npos);
+  int kept = 0;
+  for (std::size_t at = 0; (at = made.err.find("nsrun: git configuration ", at)) != std::string::npos; ++at) {
+    const std::size_t path_at = at + std::string_view("nsrun: git configuration ").size();
+    const std::string path = made.err.substr(path_at, made.err.find(": ", path_at) - path_at);
+    const std::size_t name_at = made.err.find("renamed to ", path_at) + std::string_view("renamed to ").size();
+    const std::string name = made.err.substr(name_at, made.err.find(' ', name_at) - name_at);
+    REQUIRE(::rename((path.substr(0, path.rfind('/') + 1) + name).c_str(), path.c_str()) == 0);
+    ++kept;
+  }
+  CHECK(kept == 3);
   RunResult r = nsrun_test::nsrun({"--", "/bin/sh", "-c",
                        "echo evil >> inc 2>/dev/null; echo evil >> h/pre-commit 2>/dev/null; "
                        "echo evil >> .git/config 2>/dev/null; exit 0"},

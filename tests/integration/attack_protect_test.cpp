@@ -3,6 +3,7 @@
 // command (and, where it says so, a hostile workspace) try, then looks at
 // the host.
 #include "cow_support.hpp"
+#include "git_support.hpp"
 #include "harness.hpp"
 
 #include <catch2/catch_test_macros.hpp>
@@ -16,14 +17,6 @@
 using namespace nsrun_test;
 
 namespace {
-
-bool git_installed() { return run({"sh", "-c", "command -v git"}).exit_code == 0; }
-
-RunResult git_in(const std::string& dir, const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {"git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "-C", dir};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return run(argv);
-}
 
 // Runs `script` in a copy-on-write workspace `ws` (layers under `state`)
 // and commits the run; the commit's result.
