@@ -33,10 +33,11 @@ const std::map<std::string, int> rank = {
     {"landlock", 3},  // ABI negotiation and the ruleset
     {"ns", 3},        // namespace primitives: channel, reaper, credentials, net, status
     {"layers", 3},    // the copy-on-write layers: their directories, changes, commit
-    {"net", 3},       // the egress proxy of --network proxy: its wire formats and its thread
-    {"launch", 4},    // the one owner of a launch: pipeline, ladder, rungs, report
-    {"bench", 5},     // `nsrun bench`'s statistics and spawning
-    {"cli", 6},       // front ends and main
+    {"net", 4},       // the egress proxy of --network proxy: its wire formats and its own process,
+                      // confined with the seccomp, landlock and ns primitives below it
+    {"launch", 5},    // the one owner of a launch: pipeline, ladder, rungs, report
+    {"bench", 6},     // `nsrun bench`'s statistics and spawning
+    {"cli", 7},       // front ends and main
 };
 
 // Same-rank edges that are allowed, each with its reason.
