@@ -233,7 +233,8 @@ class HostScan {
       unscanned(rel, why_not(errno));
       return false;
     }
-    gitdir(g.get(), rel);
+    // A .git a mount pinned for the whole run cannot have been moved.
+    gitdir(g.get(), rel, match_protected(rel, held_) == ProtectMatch::none && moved_in(dir, *sx));
     if (name == ".git") extras(rel_dir);
     return false;
   }
@@ -260,7 +261,24 @@ class HostScan {
   }
   // ctime: set by every write, link, rename and attribute change, and
   // never settable by the command (utimensat sets atime and mtime only).
-  bool changed(const struct statx& sx) const { return at_or_after(sx.stx_ctime); }
+  // Inside a git directory that may have been moved into place during the
+  // run, every entry counts as changed, whatever its own ctime.
+  bool changed(const struct statx& sx) const { return whole_ || at_or_after(sx.stx_ctime); }
+
+  // A git directory `sx` in `parent` that may have been renamed into place
+  // during the run: a rename changes the ctime of the directory moved and
+  // of the directory it lands in, not of the files it holds, so a git
+  // directory assembled under another name in an earlier run and renamed
+  // to .git (or into modules/) now would otherwise bring its old config
+  // and hooks in unseen. Both changed is also what a command that commits
+  // in a nested repository and adds or removes a file beside its .git
+  // looks like: its config and hooks are then quarantined too (said in
+  // docs/hardening.md).
+  bool moved_in(int parent, const struct statx& sx) const {
+    if (!at_or_after(sx.stx_ctime)) return false;
+    struct statx p{};
+    return ::statx(parent, "", AT_EMPTY_PATH, STATX_CTIME, &p) != 0 || at_or_after(p.stx_ctime);
+  }
 
   void armed(const std::string& rel, const struct statx& sx) {
     // Held, or on the way to what is held: a mount kept each directory on
@@ -310,17 +328,23 @@ class HostScan {
   // A git directory at `rel`: its armed entries, and the git directories
   // below its modules/ (NAME may hold '/': a directory without HEAD is a
   // NAME component) and worktrees/.
-  void gitdir(int g, const std::string& grel) {
+  void gitdir(int g, const std::string& grel, bool moved) {
     enum class Mode { gitdir, names, worktrees };
     struct Pending {
       std::string sub;
       Mode mode;
       int depth;
+      bool whole;  // moved into place during the run, or inside one that was
     };
-    std::vector<Pending> todo{{"", Mode::gitdir, 0}};
+    std::vector<Pending> todo{{"", Mode::gitdir, 0, moved}};
+    struct Reset {
+      bool& flag;
+      ~Reset() { flag = false; }
+    } reset{whole_};
     while (!todo.empty()) {
       const Pending p = std::move(todo.back());
       todo.pop_back();
+      whole_ = p.whole;
       const std::string rel = join(grel, p.sub);
       Fd d = p.sub.empty() ? Fd(::fcntl(g, F_DUPFD_CLOEXEC, 3)) : open_dir_beneath(g, p.sub);
       if (!d) {
@@ -344,7 +368,7 @@ class HostScan {
             if (changed(*sx)) armed(join(rel, n), *sx);
           } else if (S_ISDIR(sx->stx_mode)) {
             if (p.depth >= max_gitdir_depth) unscanned(join(rel, n), "git directories nested too deep");
-            else todo.push_back({join(p.sub, n), n[0] == 'm' ? Mode::names : Mode::worktrees, p.depth + 1});
+            else todo.push_back({join(p.sub, n), n[0] == 'm' ? Mode::names : Mode::worktrees, p.depth + 1, p.whole});
           }
         }
         continue;
@@ -368,7 +392,9 @@ class HostScan {
         struct stat head{};
         const bool is_gitdir =
             p.mode == Mode::worktrees || ::fstatat(d.get(), (n + "/HEAD").c_str(), &head, AT_SYMLINK_NOFOLLOW) == 0;
-        todo.push_back({join(p.sub, n), is_gitdir ? Mode::gitdir : Mode::names, p.depth + 1});
+        const auto sx = look(d.get(), n);
+        const bool whole = p.whole || (sx && moved_in(d.get(), *sx));
+        todo.push_back({join(p.sub, n), is_gitdir ? Mode::gitdir : Mode::names, p.depth + 1, whole});
       }
     }
   }
@@ -403,6 +429,7 @@ class HostScan {
   const std::string& home_;
   std::vector<GitFinding>& out_;
   std::set<std::string> seen_;
+  bool whole_ = false;  // in a git directory that may have been moved into place (moved_in())
 };
 
 }  // namespace

@@ -206,6 +206,84 @@ TEST_CASE("git dirs: a submodule git directory planted in .git/modules runs noth
   }
 }
 
+TEST_CASE("git dirs: a git directory staged under another name by one run and renamed into place by the next "
+          "runs nothing on the host afterwards, on both rungs",
+          "[gitdirs]") {
+  if (!git_installed()) unavailable("git", "git is not installed");
+  for (Rung rung : {Rung::namespaces, Rung::landlock}) {
+    DYNAMIC_SECTION((rung == Rung::namespaces ? "namespaces" : "landlock")) {
+      TempDir ws("gd-staged"), m("gd-mark"), t("gd-tpl");
+      template_repos(t);
+      // The first run leaves no .git anywhere: only directories shaped like
+      // git directories, with armed config and hooks, under other names.
+      std::vector<std::string> first = rung_options(rung);
+      first.insert(first.end(), {"--", "sh", "-c",
+                                 "M=$1; T=$2; " + script("armed_repo stage/x staged\n"
+                                                         "mv stage/x/.git stage/x/notgit\n"
+                                                         "echo planted\n"),
+                                 "sh", m.path(), t.path()});
+      RunResult r1 = nsrun(first, at(ws));
+      INFO(r1.out << r1.err);
+      REQUIRE(r1.exit_code == 0);
+      REQUIRE(r1.out == "planted\n");
+      CHECK(r1.err.find("nsrun: git configuration") == std::string::npos);
+      // The second only renames: the staged files keep their old ctimes.
+      std::vector<std::string> second = rung_options(rung);
+      second.insert(second.end(),
+                    {"--report", ws / "r.json", "--", "sh", "-c", "mv stage/x/notgit stage/x/.git && echo moved"});
+      RunResult r2 = nsrun(second, at(ws));
+      INFO(r2.out << r2.err);
+      REQUIRE(r2.exit_code == 0);
+      REQUIRE(r2.out == "moved\n");
+      host_git_everywhere(ws, {"stage/x"});
+      CHECK(markers(m).empty());
+      for (const std::string p : {"stage/x/.git/config", "stage/x/.git/hooks/pre-commit"}) {
+        CHECK(r2.err.find("nsrun: git configuration " + ws / p + ": ") != std::string::npos);
+        CHECK(read_file(ws / "r.json").find("{\"path\":\"" + ws / p + "\",\"kept\":\"quarantined\"") !=
+              std::string::npos);
+      }
+    }
+  }
+}
+
+TEST_CASE("git dirs: a submodule git directory staged by one run and renamed into .git/modules by the next runs "
+          "nothing on the host afterwards",
+          "[gitdirs]") {
+  if (!git_installed()) unavailable("git", "git is not installed");
+  TempDir ws("gd-staged-sub"), m("gd-mark"), t("gd-tpl");
+  template_repos(t);
+  REQUIRE(git_in(ws.path(), {"init", "-q"}).exit_code == 0);
+  write_file(ws / "top", "t\n");
+  REQUIRE(git_in(ws.path(), {"add", "top"}).exit_code == 0);
+  REQUIRE(git_in(ws.path(), {"commit", "-qm", "top"}).exit_code == 0);
+  std::vector<std::string> first = rung_options(Rung::namespaces);
+  first.insert(first.end(), {"--", "sh", "-c",
+                             "M=$1; T=$2; " + script("armed_repo evil submodule\n"
+                                                     "git -C evil rev-parse HEAD > sha\n"
+                                                     "mv evil/.git .git/staged\n"
+                                                     "printf '[core]\\n\\tworktree = ../../../evil\\n' >> .git/staged/config\n"
+                                                     "echo planted\n"),
+                             "sh", m.path(), t.path()});
+  RunResult r1 = nsrun(first, at(ws));
+  INFO(r1.out << r1.err);
+  REQUIRE(r1.exit_code == 0);
+  REQUIRE(r1.out == "planted\n");
+  std::vector<std::string> second = rung_options(Rung::namespaces);
+  second.insert(second.end(), {"--", "sh", "-c",
+                               "set -e; sha=$(cat sha); mkdir -p .git/modules; "
+                               "mv .git/staged .git/modules/evil; "
+                               "echo 'gitdir: ../.git/modules/evil' > evil/.git; "
+                               "git update-index --add --cacheinfo \"160000,$sha,evil\"; echo moved"});
+  RunResult r2 = nsrun(second, at(ws));
+  INFO(r2.out << r2.err);
+  REQUIRE(r2.exit_code == 0);
+  REQUIRE(r2.out == "moved\n");
+  host_git_everywhere(ws, {".", "evil"});
+  CHECK(markers(m).empty());
+  CHECK_FALSE(file_exists(ws / ".git/modules/evil/config"));
+  CHECK_FALSE(file_exists(ws / ".git/modules/evil/hooks/pre-commit"));
+}
+
 TEST_CASE("git dirs: nsrun commit refuses nested git directories and submodule configuration, names them, "
           "applies the rest",
           "[gitdirs][cow]") {
