@@ -199,7 +199,8 @@ Verdict watch(const WatchSetup& s) {
     e.how = "timeout";
     e.limit = "timeout";
     e.code = 124;
-    e.killed = killed;
+    // SIGKILL was sent: by nsrun, or asked of the supervisor, which sends it.
+    e.killed = killed || kill_asked;
     if (raw && WIFSIGNALED(*raw)) e.signal = WTERMSIG(*raw);
     else if (!raw && child_status && WIFSIGNALED(*child_status)) e.signal = WTERMSIG(*child_status);
   } else if (raw && WIFSIGNALED(*raw)) {
