@@ -37,7 +37,8 @@ Result<std::vector<BpfProgram>> read_user_programs(const std::vector<int>& fds) 
       return fail(sys_error(Operation::seccomp_read, std::to_string(fd), EINVAL,
                             "not a whole number of BPF instructions"));
     BpfProgram program(data.size() / sizeof(sock_filter));
-    std::memcpy(program.data(), data.data(), data.size());
+    // An empty program's data() may be null, which memcpy may not be given.
+    if (!data.empty()) std::memcpy(program.data(), data.data(), data.size());
     out.push_back(std::move(program));
   }
   if (empty) return fail(sys_error(Operation::seccomp_load, std::to_string(*empty), EINVAL, "an empty program"));
