@@ -108,10 +108,10 @@ TEST_CASE("wire: SOCKS5 and SOCKS4/4a requests", "[wire]") {
   CHECK(r.host == "a.test");
   CHECK(r.port == 80);
   CHECK(r.consumed == 20);
-  r = parse_socks4_request(std::string("\x04\x01\x00\x50\x0a\x00\x00\x01\x00", 9));
-  CHECK(r.host == "10.0.0.1");
-  CHECK(parse_socks4_request(std::string("\x04\x01\x00\x50\x0a\x00\x00\x01us", 10)).status == S::incomplete);
-  CHECK(parse_socks4_request(std::string("\x04\x02\x00\x50\x0a\x00\x00\x01\x00", 9)).reply == 0x5b);
+  r = parse_socks4_request(std::string("\x04\x01\x00\x50\xc6\x12\x00\x01\x00", 9));
+  CHECK(r.host == "198.18.0.1");
+  CHECK(parse_socks4_request(std::string("\x04\x01\x00\x50\xc6\x12\x00\x01us", 10)).status == S::incomplete);
+  CHECK(parse_socks4_request(std::string("\x04\x02\x00\x50\xc6\x12\x00\x01\x00", 9)).reply == 0x5b);
   // A user id or a name of more than 255 bytes is refused, not waited for.
   CHECK(parse_socks4_request(std::string("\x04\x01\x00\x50\x0a\x00\x00\x01", 8) + std::string(256, 'u')).status == S::bad);
   CHECK(parse_socks4_request(std::string("\x04\x01\x00\x50\x00\x00\x00\x01\x00", 9) + std::string(256, 'n')).status == S::bad);
