@@ -91,6 +91,14 @@ void template_repos(const TempDir& t) {
   }
 }
 
+// The host's own repository in `ws`: one commit of a file `top`.
+void superproject(const TempDir& ws) {
+  REQUIRE(git_in(ws.path(), {"init", "-q"}).exit_code == 0);
+  write_file(ws / "top", "t\n");
+  REQUIRE(git_in(ws.path(), {"add", "top"}).exit_code == 0);
+  REQUIRE(git_in(ws.path(), {"commit", "-qm", "top"}).exit_code == 0);
+}
+
 // Markers written so far, by name.
 std::vector<std::string> markers(const TempDir& m) {
   std::vector<std::string> out;
@@ -176,10 +184,7 @@ TEST_CASE("git dirs: a submodule git directory planted in .git/modules runs noth
       template_repos(t);
       std::string make_top;
       if (c.host_repo) {
-        REQUIRE(git_in(ws.path(), {"init", "-q"}).exit_code == 0);
-        write_file(ws / "top", "t\n");
-        REQUIRE(git_in(ws.path(), {"add", "top"}).exit_code == 0);
-        REQUIRE(git_in(ws.path(), {"commit", "-qm", "top"}).exit_code == 0);
+        superproject(ws);
       } else {
         make_top = "cp -r \"$T/top/.git\" .git && cp \"$T/top/top\" top\n";
       }
@@ -252,10 +257,7 @@ TEST_CASE("git dirs: a submodule git directory staged by one run and renamed int
   if (!git_installed()) unavailable("git", "git is not installed");
   TempDir ws("gd-staged-sub"), m("gd-mark"), t("gd-tpl");
   template_repos(t);
-  REQUIRE(git_in(ws.path(), {"init", "-q"}).exit_code == 0);
-  write_file(ws / "top", "t\n");
-  REQUIRE(git_in(ws.path(), {"add", "top"}).exit_code == 0);
-  REQUIRE(git_in(ws.path(), {"commit", "-qm", "top"}).exit_code == 0);
+  superproject(ws);
   std::vector<std::string> first = rung_options(Rung::namespaces);
   first.insert(first.end(), {"--", "sh", "-c",
                              "M=$1; T=$2; " + script("armed_repo evil submodule\n"
@@ -291,10 +293,7 @@ TEST_CASE("git dirs: nsrun commit refuses nested git directories and submodule c
   if (!git_installed()) unavailable("git", "git is not installed");
   TempDir ws("gd-cow"), state("gd-state"), m("gd-mark"), t("gd-tpl");
   template_repos(t);
-  REQUIRE(git_in(ws.path(), {"init", "-q"}).exit_code == 0);
-  write_file(ws / "top", "t\n");
-  REQUIRE(git_in(ws.path(), {"add", "top"}).exit_code == 0);
-  REQUIRE(git_in(ws.path(), {"commit", "-qm", "top"}).exit_code == 0);
+  superproject(ws);
   make_dir(ws / "kept");  // an existing directory: what is added in it is one change per file
   write_file(ws / "evil.cfg", "[core]\n\tfsmonitor = \"touch " + m.path() + "/link.fsmonitor; false\"\n");
   cow::settle_clock();
