@@ -1,4 +1,4 @@
-// --network proxy on the Landlock rung (issue 13). The command shares the
+// --network proxy on the Landlock rung. The command shares the
 // host's network namespace, and Landlock's network rules name TCP ports
 // only (struct landlock_net_port_attr has no address): allowing connect()
 // to the proxy's port would allow it to that port on every host. So the

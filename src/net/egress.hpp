@@ -1,4 +1,4 @@
-// `--network proxy` (issue 13): the command's only way out of its network
+// `--network proxy`: the command's only way out of its network
 // namespace. The sandbox's first process makes the listeners inside the
 // namespace (127.0.0.1:3128 for HTTP and SOCKS, 127.0.0.1:53 for DNS over
 // UDP and TCP) and hands them to nsrun over a socketpair (SCM_RIGHTS);

@@ -1,4 +1,4 @@
-// nsrun's own resolver, for the egress proxy (issue 13). getaddrinfo()
+// nsrun's own resolver, for the egress proxy. getaddrinfo()
 // would pull glibc's NSS into the static binary (some 400 KB, and NSS
 // dlopens shared libraries a one-binary microVM image does not have), and
 // it cannot tell which CNAMEs led to an address. This one reads
