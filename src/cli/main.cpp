@@ -18,6 +18,7 @@
 #include "cli/native.hpp"
 #include "launch/ladder.hpp"
 #include "launch/launch.hpp"
+#include "launch/pid1_exec.hpp"
 #include "net/egress.hpp"
 #include "policy/json.hpp"
 #include "policy/policy_json.hpp"
@@ -60,6 +61,8 @@ int main(int argc, char** argv) {
   }
   // Before anything else: the bench's payload where there is no /bin/true.
   if (argc == 2 && argv[1] == nsrun::bench_noop_flag) return 0;
+  // The sandbox's PID 1, re-exec'd inside it (launch/pid1_exec.hpp).
+  if (argc >= 2 && argv[1] == nsrun::pid1_reaper_flag) return nsrun::pid1_reaper_main(argc, argv);
   std::vector<std::string> args(argv + 1, argv + argc);
   // The bwrap dialect: called as `bwrap` (a symlink), as `nsrun bwrap ...`,
   // or explained with `nsrun explain --bwrap ...`.

@@ -19,6 +19,7 @@
 #include "landlock/abi.hpp"
 #include "landlock/kernel.hpp"
 #include "launch/ladder.hpp"
+#include "launch/pid1_exec.hpp"
 #include "launch/protect_watch.hpp"
 #include "launch/refusals.hpp"
 #include "launch/report.hpp"
@@ -147,10 +148,6 @@ Result<void> load_command_filter(const Prepared& p, const BpfProgram& plain, boo
   return load_filter(plain);
 }
 
-// PID 1's answer to nsrun's timer: SIGTERM to every process of its PID
-// namespace (kill(-1) spares the caller).
-void end_pid_namespace() { sys::raw(SYS_kill, -1, SIGTERM); }
-
 // execvp semantics with our own PATH (glibc's execvpe reads the caller's
 // environment, not the one given). Returns only on failure.
 Error try_exec(Prepared& p) {
@@ -258,6 +255,35 @@ pid_t spawn_command(int channel, Prepared& p, const sigset_t& original_mask, con
   return pid;
 }
 
+namespace {
+
+// The command when PID 1 re-execs itself (launch/pid1_exec.hpp): a plain
+// fork, since PID 1 must run on (exec) while the command waits, which the
+// shared-memory start above cannot do. It waits before anything else for
+// one byte on the pipe whose other end `release` gets; end of file (PID 1
+// gone) ends it.
+pid_t spawn_held_command(int channel, Prepared& p, const sigset_t& original_mask, const CommandSetup& setup,
+                         Fd& release) {
+  int ends[2];
+  if (::pipe2(ends, O_CLOEXEC) != 0) return -1;
+  Fd held(ends[0]);
+  release.reset(ends[1]);
+  const pid_t pid = ::fork();
+  if (pid != 0) return pid;
+  release.reset();
+  char go = 0;
+  ssize_t n;
+  while ((n = ::read(held.get(), &go, 1)) < 0 && errno == EINTR) {
+  }
+  if (n != 1) ::_exit(125);
+  held.reset();
+  CommandStart start{channel, &p, &original_mask, &setup};
+  command_main(&start);
+  ::_exit(125);
+}
+
+}  // namespace
+
 void arm_die_with_parent(int channel) {
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) die(channel, sys_error(Operation::die_with_parent));
   // The parent may have died before the prctl: its end of the channel is
@@ -271,6 +297,18 @@ namespace {
 [[noreturn]] void sandbox_child(int channel, Prepared& p, const sigset_t& original_mask) {
   p.timeline.mark("clone");
   if (p.die_with_parent) arm_die_with_parent(channel);
+  // Opened while the host's /proc is still here; decided for good at the
+  // command's start, when the capabilities it keeps are known.
+  Pid1ExecCase pid1_exec{p.plan.reaper,
+                         (p.plan.clone_flags & CLONE_NEWPID) != 0,
+                         (p.plan.clone_flags & CLONE_NEWUSER) != 0,
+                         p.userns2_fd >= 0,
+                         p.info_fd >= 0 || p.json_status_fd >= 0,
+                         false,
+                         false};
+  Fd self_exe;
+  if (pid1_execs_in_sandbox(pid1_exec) && !(pid1_exec.self_has_interpreter = self_has_interpreter()))
+    self_exe.reset(::open("/proc/self/exe", O_PATH | O_CLOEXEC));
   // Written by the child, first thing: only it may read its own namespace
   // links once it is not dumpable, and the host's procfs (still mounted
   // here) names it by its pid in the caller's PID namespace. A caller may
@@ -347,10 +385,14 @@ namespace {
     if (auto r = set_no_new_privs(); !r) die(channel, r.error());
     if (auto r = load_command_filter(p, p.seccomp, false); !r) die(channel, r.error());
   }
-  const pid_t command = spawn_command(channel, p, original_mask, setup);
+  pid1_exec.command_may_ptrace = std::ranges::find(p.keep_caps, CAP_SYS_PTRACE) != p.keep_caps.end();
+  const bool reexec = self_exe.valid() && pid1_execs_in_sandbox(pid1_exec);
+  Fd release;
+  const pid_t command = reexec ? spawn_held_command(channel, p, original_mask, setup, release)
+                               : spawn_command(channel, p, original_mask, setup);
   if (command < 0) die(channel, sys_error(Operation::fork, "command"));
 
-  close_all_but(*locks, {channel, p.words_fd, p.last_pid_fd});
+  close_all_but(*locks, {channel, p.words_fd, p.last_pid_fd, self_exe.get(), release.get()});
   if (!setup.confined_by_parent) {
     // PID 1 must not go on unconfined beside the command: when its own
     // confinement fails it reports and exits, and the kernel ends the
@@ -360,6 +402,17 @@ namespace {
     if (auto r = load_filter(p.seccomp); !r) die(channel, r.error());
   }
   ::close(channel);
+  if (reexec) {
+    Pid1Handover handover{command, p.words_fd, p.last_pid_fd, release.get(), {}};
+    for (const auto& fd : *locks) handover.held.push_back(fd.get());
+    exec_pid1_reaper(self_exe.get(), handover);
+    // The exec failed: PID 1 stays this fork of nsrun, as confined as
+    // before (only its caller cannot reach it), and reaps itself.
+    const char go = 1;
+    (void)!::write(release.get(), &go, 1);
+    release.reset();
+  }
+  self_exe.reset();
   int raw = 0;
   const int code = wait_command(command, WaitOptions{0, end_pid_namespace}, &raw);
   // Minus PID 1: the command's processes and threads.
