@@ -197,9 +197,7 @@ TEST_CASE("bwrap dialect: the fds the caller hands over reach the command, nsrun
   }
 }
 
-// The callers' command lines. Placeholders: {usrmerged} /bin, /sbin, /lib,
-// /lib64 as the thumbnailer mounts them (a symlink into /usr, or a
-// read-only bind), {opam_sys} opam's system mounts, {mat2_dirs} mat2's
+// The callers' command lines. Placeholders: {opam_sys} opam's system mounts, {mat2_dirs} mat2's
 // read-only directories, {ws} a workspace (the current directory), {in} an
 // input file in it, {out} a directory for results, {tmp} the caller's
 // TMPDIR, {prefix} a read-only prefix (opam's switch). Plain shell
@@ -215,9 +213,14 @@ struct CallerLine {
 
 const CallerLine caller_lines[] = {
     {"GNOME thumbnailer",
-     "rebuilt from gnome-desktop's source (libgnome-desktop/gnome-desktop-thumbnail-script.c), not recorded: no "
-     "program that thumbnails through it is installed here",
-     "--ro-bind /usr /usr --ro-bind /etc/ld.so.cache /etc/ld.so.cache {usrmerged} --proc /proc --dev /dev --chdir / "
+     "recorded from Debian's gnome-desktop 43.2 (strace -f -e execve -s 4096 of GnomeDesktop.DesktopThumbnailFactory"
+     ".generate_thumbnail on a PNG, gdk-pixbuf-thumbnailer as the thumbnailer): {tmp} stands for its GStreamer "
+     "cache directory, {out} for its temporary directory, gdk-pixbuf-thumbnailer replaced by the shell; the test "
+     "\"the real GNOME thumbnailer\" below runs it whole",
+     "--ro-bind /usr /usr --ro-bind-try /etc/ld.so.cache /etc/ld.so.cache --symlink /usr//bin /bin "
+     "--symlink /usr//lib64 /lib64 --symlink /usr//lib /lib --symlink /usr//sbin /sbin "
+     "--ro-bind-try /var/cache/fontconfig /var/cache/fontconfig --setenv GST_REGISTRY_1_0 {tmp}/gstreamer-1.0.registry "
+     "--bind {tmp} {tmp} --ro-bind-try /etc/alternatives /etc/alternatives --proc /proc --dev /dev --chdir / "
      "--setenv GIO_USE_VFS local --unshare-all --die-with-parent --bind {out} /tmp "
      "--ro-bind {in} /tmp/gnome-desktop-file-to-thumbnail.png --seccomp 10",
      "cat /tmp/gnome-desktop-file-to-thumbnail.png > /tmp/gnome-desktop-thumbnailer.png; "
@@ -271,7 +274,6 @@ TEST_CASE("bwrap callers: the thumbnailer's, opam's and mat2's command lines", "
   require_userns();
   require_oracle();
   BwrapShim shim;
-  const std::string usrmerged = system_mounts({"/bin", "/lib64", "/lib", "/sbin"}, true);
   const std::string opam_sys =
       system_mounts({"/usr", "/bin", "/lib", "/lib32", "/lib64", "/etc", "/opt", "/home", "/var"}, true);
   const std::string mat2_dirs =
@@ -284,7 +286,7 @@ TEST_CASE("bwrap callers: the thumbnailer's, opam's and mat2's command lines", "
       write_file(in, "PNG\n");
       write_file(d.ws / "filter.bpf", mkdir_refusing_program());
       auto fill = [&](const char* tmpl) {
-        return fmt::format(fmt::runtime(tmpl), fmt::arg("usrmerged", usrmerged), fmt::arg("opam_sys", opam_sys),
+        return fmt::format(fmt::runtime(tmpl), fmt::arg("opam_sys", opam_sys),
                            fmt::arg("mat2_dirs", mat2_dirs), fmt::arg("ws", d.ws.path()), fmt::arg("in", in),
                            fmt::arg("out", d.out.path()), fmt::arg("tmp", d.tmp.path()),
                            fmt::arg("prefix", d.prefix.path()));
@@ -497,6 +499,49 @@ TEST_CASE("bwrap callers: the real mat2, with nsrun as the bwrap on PATH, cleans
   CHECK(got.cleaned == want.cleaned);
   CHECK(got.cleaned.starts_with("\x89PNG"));
   CHECK(got.cleaned.find("secret") == std::string::npos);
+}
+
+// GNOME's thumbnail factory runs the thumbnailer under `bwrap` from PATH
+// (gnome-desktop-thumbnail-script.c). Driven here through its GObject
+// bindings, as a file manager would; the thumbnail must be the one it makes
+// under Debian's bwrap.
+TEST_CASE("bwrap callers: the real GNOME thumbnailer, with nsrun as the bwrap on PATH, thumbnails as under bwrap",
+          "[bwrap][callers][real]") {
+  require_userns();
+  require_oracle();
+  constexpr const char* factory =
+      "import sys, gi\n"
+      "gi.require_version('GnomeDesktop', '3.0')\n"
+      "from gi.repository import GnomeDesktop, Gio\n"
+      "f = GnomeDesktop.DesktopThumbnailFactory.new(GnomeDesktop.DesktopThumbnailSize.NORMAL)\n"
+      "if len(sys.argv) > 1:\n"
+      "    pix = f.generate_thumbnail(Gio.File.new_for_path(sys.argv[1]).get_uri(), 'image/png')\n"
+      "    pix.savev(sys.argv[2], 'png', [], [])\n"
+      "    print(pix.get_width(), pix.get_height())\n";
+  if (run({"/usr/bin/python3", "-c", factory}).exit_code != 0 || ::access("/usr/bin/gdk-pixbuf-thumbnailer", X_OK) != 0)
+    unavailable("bwrap-callers", "GNOME's thumbnail factory is not installed (apt-get install gir1.2-gnomedesktop-3.0 "
+                                 "python3-gi libgdk-pixbuf2.0-bin)");
+  Installed inst(Install::symlink);
+  auto thumbnail = [&](const std::string& path, RunResult& r) {
+    TempDir ws("thumb-ws"), home("thumb-home");
+    write_file(ws / "in.png", std::string_view(png_with_author, sizeof png_with_author - 1));
+    RunOptions opts = at(ws);
+    opts.env = {"PATH=" + path, "HOME=" + home.path(), "TMPDIR=" + ws.path()};
+    opts.timeout = std::chrono::seconds(60);
+    r = run({"/usr/bin/python3", "-c", factory, ws / "in.png", ws / "thumb.png"}, opts);
+    return file_exists(ws / "thumb.png") ? read_file(ws / "thumb.png") : std::string("(absent)");
+  };
+  RunResult want, got;
+  const std::string want_png = thumbnail("/usr/bin:/bin", want);
+  OpenCounter opens(inst.nsrun);
+  const std::string got_png = thumbnail(inst.dir.path() + ":/usr/bin:/bin", got);
+  INFO("bwrap: " << want.out << want.err << "\nnsrun: " << got.out << got.err);
+  CHECK(opens.count() >= 1);
+  CHECK(want.exit_code == 0);
+  CHECK(got.exit_code == want.exit_code);
+  CHECK(got.out == want.out);
+  CHECK(got_png == want_png);
+  CHECK(got_png.starts_with("\x89PNG"));
 }
 
 TEST_CASE("bwrap callers: the real Codex, with a symlink to nsrun as the bwrap on PATH", "[bwrap][callers][real]") {
