@@ -227,10 +227,13 @@ const CallerLine caller_lines[] = {
      "mkdir /tmp/made 2>/dev/null || echo mkdir-refused; echo $GIO_USE_VFS; ls /sys 2>/dev/null | wc -l",
      "mkdir-refused\nlocal\n0\n"},
     {"opam sandbox (build)",
-     "rebuilt from opam 2.1's source (src/state/shellscripts/bwrap.sh), not recorded: it runs only inside an "
-     "initialised opam root, which needs a package repository",
-     "--unshare-net --new-session --proc /proc --dev /dev --bind {tmp} /tmp --setenv TMPDIR /tmp --setenv TMP /tmp "
-     "--setenv TEMPDIR /tmp --setenv TEMP /tmp --tmpfs /run {opam_sys} --ro-bind {prefix} {prefix} --bind {ws} {ws}",
+     "recorded from Debian's opam 2.1.2 (strace -f -e execve -s 4096 opam pin add of a local package, in an opam "
+     "root made with opam init --bare from a local repository): its build step, {opam_sys} the system mounts "
+     "of its sandbox.sh, {prefix} the switch, {ws} the package's build directory; the test \"the real opam\" below "
+     "runs it whole",
+     "--unshare-net --new-session --die-with-parent --proc /proc --dev /dev --setenv TMPDIR /opam-tmp "
+     "--setenv TMP /opam-tmp --setenv TEMPDIR /opam-tmp --setenv TEMP /opam-tmp --tmpfs /opam-tmp --tmpfs /run "
+     "{opam_sys} --ro-bind {prefix} {prefix} --bind {ws} {ws}",
      "(echo yes > {ws}/built) && echo ok; (echo no > {prefix}/lib) 2>&1 | grep -o 'Read-only file system'; "
      "(echo t > $TMPDIR/scratch) && echo ok; awk 'NR>2{{print $1}}' /proc/net/dev",
      "ok\nRead-only file system\nok\nlo:\n"},
@@ -275,7 +278,7 @@ TEST_CASE("bwrap callers: the thumbnailer's, opam's and mat2's command lines", "
   require_oracle();
   BwrapShim shim;
   const std::string opam_sys =
-      system_mounts({"/usr", "/bin", "/lib", "/lib32", "/lib64", "/etc", "/opt", "/home", "/var"}, true);
+      system_mounts({"/usr", "/bin", "/lib", "/lib32", "/lib64", "/etc", "/opt", "/home", "/var", "/tmp"}, true);
   const std::string mat2_dirs =
       system_mounts({"/lib", "/lib64", "/bin", "/sbin", "/etc/alternatives"}, false);
   for (const auto& line : caller_lines) {
@@ -312,7 +315,7 @@ TEST_CASE("bwrap callers: the thumbnailer's, opam's and mat2's command lines", "
         CHECK_FALSE(file_exists(d.out / "made"));
       } else if (name.starts_with("opam")) {
         CHECK(read_file(d.ws / "built") == "yes\n");
-        CHECK(read_file(d.tmp / "scratch") == "t\n");
+        CHECK_FALSE(file_exists(d.tmp / "scratch"));
         CHECK_FALSE(file_exists(d.prefix / "lib"));
       } else {
         CHECK(read_file(d.out / "out.png") == "PNG\n");
@@ -542,6 +545,50 @@ TEST_CASE("bwrap callers: the real GNOME thumbnailer, with nsrun as the bwrap on
   CHECK(got.out == want.out);
   CHECK(got_png == want_png);
   CHECK(got_png.starts_with("\x89PNG"));
+}
+
+// opam builds and installs each package under `bwrap` from PATH (its
+// sandbox.sh hook). A root of its own, from a local repository (no
+// network), an empty switch, one pinned package whose build writes a file
+// and whose install copies it into the switch.
+TEST_CASE("bwrap callers: the real opam, with nsrun as the bwrap on PATH, builds and installs as under bwrap",
+          "[bwrap][callers][real]") {
+  require_userns();
+  require_oracle();
+  if (::access("/usr/bin/opam", X_OK) != 0 || run({"/bin/sh", "-c", "command -v rsync"}).exit_code != 0)
+    unavailable("bwrap-callers", "opam or rsync is not installed (apt-get install opam rsync)");
+  Installed inst(Install::symlink);
+  auto build = [&](const std::string& path, std::string& installed) {
+    TempDir root("opam-root"), repo("opam-repo"), pkg("opam-pkg"), home("opam-home");
+    make_dir(repo / "packages");
+    write_file(repo / "repo", "opam-version: \"2.0\"\n");
+    write_file(pkg / "opam",
+               "opam-version: \"2.0\"\nname: \"probe\"\nversion: \"1\"\n"
+               "build: [\"sh\" \"-c\" \"echo built > built.txt; (echo x > /usr/stray) 2>/dev/null || echo ro >> built.txt\"]\n"
+               "install: [\"sh\" \"-c\" \"mkdir -p %{lib}%/probe && cp built.txt %{lib}%/probe/\"]\n");
+    RunOptions opts = at(home);
+    opts.env = {"PATH=" + path, "HOME=" + home.path(), "OPAMROOT=" + root / "r", "OPAMYES=1", "OPAMCOLOR=never"};
+    opts.timeout = std::chrono::seconds(120);
+    RunResult r = run({"/bin/sh", "-c",
+                       fmt::format("opam init --bare -n local {} >/dev/null 2>&1 && opam switch create s --empty "
+                                   ">/dev/null 2>&1 && opam pin add probe {} 2>&1 | grep -o 'installed probe.1'",
+                                   shell_quote(repo.path()), shell_quote(pkg.path()))},
+                      opts);
+    const std::string file = root / "r/s/lib/probe/built.txt";
+    installed = file_exists(file) ? read_file(file) : "(absent)";
+    return r;
+  };
+  std::string want_file, got_file;
+  const RunResult want = build("/usr/bin:/bin", want_file);
+  OpenCounter opens(inst.nsrun);
+  const RunResult got = build(inst.dir.path() + ":/usr/bin:/bin", got_file);
+  INFO("bwrap: " << want.out << want.err << "\nnsrun: " << got.out << got.err);
+  CHECK(opens.count() >= 2);  // the build and the install
+  CHECK(want.exit_code == 0);
+  CHECK(got.exit_code == want.exit_code);
+  CHECK(got.out == want.out);
+  CHECK(got_file == want_file);
+  CHECK(got_file == "built\nro\n");
 }
 
 TEST_CASE("bwrap callers: the real Codex, with a symlink to nsrun as the bwrap on PATH", "[bwrap][callers][real]") {
