@@ -23,8 +23,11 @@ readonly BACKPORTS_PKGS=(
 # a Debian kernel boot the microVM image test (tests/vm). openssh-server and
 # -client: the git-over-ssh egress test runs its own sshd as a child, with
 # its own config, in a network namespace of its own; the system's ssh
-# service is neither started (policy-rc.d) nor left enabled.
-readonly TEST_PKGS=(bubblewrap busybox-static util-linux iproute2 passwd qemu-system-x86 linux-image-amd64 openssh-server openssh-client)
+# service is neither started (policy-rc.d) nor left enabled. mat2, opam
+# (with rsync) and GNOME's thumbnail factory (gir1.2-gnomedesktop-3.0,
+# python3-gi, libgdk-pixbuf2.0-bin) are real bwrap callers, run under both.
+readonly TEST_PKGS=(bubblewrap busybox-static util-linux iproute2 passwd qemu-system-x86 linux-image-amd64 openssh-server openssh-client
+                    mat2 opam rsync gir1.2-gnomedesktop-3.0 python3-gi libgdk-pixbuf2.0-bin)
 # Fuzzing (tools/fuzz.sh): clang with libFuzzer. 19, because bookworm's
 # default clang (14) lacks the C++20 concepts level that libstdc++ 12's
 # std::expected asks for (__cpp_concepts >= 202002L; clang 16 still lacks it).
