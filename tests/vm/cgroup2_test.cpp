@@ -35,13 +35,8 @@ using namespace nsrun_test;
 
 namespace {
 
-constexpr std::string_view init_script = R"INIT(#!/bin/busybox sh
-/bin/busybox --install -s /bin
-export PATH=/bin
-mount -t proc proc /proc
-mount -t sysfs sysfs /sys
-mount -t devtmpfs devtmpfs /dev
-mount -t cgroup2 cgroup2 /sys/fs/cgroup
+// After vm::make_image_root's preamble (busybox, proc, sysfs, devtmpfs).
+constexpr std::string_view init_script = R"INIT(mount -t cgroup2 cgroup2 /sys/fs/cgroup
 chmod 1777 /tmp
 echo "V: cgroup2 $(grep -c "^cgroup2 /sys/fs/cgroup cgroup2 " /proc/mounts) mounted, controllers $(cat /sys/fs/cgroup/cgroup.controllers)"
 C="+memory +pids +cpu"

@@ -195,7 +195,16 @@ void make_image_root(const Tools& t, const std::string& root, std::string_view i
   for (const char* d : {"", "/bin", "/proc", "/sys", "/dev", "/tmp", "/etc", "/work", "/work/ws"}) make_dir(root + d);
   REQUIRE(run({"cp", t.busybox, root + "/bin/busybox"}).exit_code == 0);
   REQUIRE(run({"cp", t.nsrun, root + "/bin/nsrun"}).exit_code == 0);
-  write_file(root + "/init", init, 0755);
+  // Every init starts the same: busybox's applets on PATH, the kernel's
+  // file systems mounted.
+  constexpr std::string_view preamble = R"INIT(#!/bin/busybox sh
+/bin/busybox --install -s /bin
+export PATH=/bin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+)INIT";
+  write_file(root + "/init", std::string(preamble) + std::string(init), 0755);
 }
 
 std::string pack(const Tools& t, const std::string& root) {

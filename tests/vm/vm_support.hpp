@@ -20,8 +20,9 @@ Tools tools();
 // A 64-bit ELF with no PT_INTERP: it needs no dynamic loader in the image.
 bool is_static(const std::string& path);
 
-// The image's tree under `root`: busybox, nsrun and `init`, and the empty
-// directories the inits mount on or work in.
+// The image's tree under `root`: busybox, nsrun and `init` (a common
+// preamble, then `init`), and the empty directories the inits mount on or
+// work in.
 void make_image_root(const Tools& t, const std::string& root, std::string_view init);
 // Packs `root` as a newc cpio beside it; returns its path.
 std::string pack(const Tools& t, const std::string& root);

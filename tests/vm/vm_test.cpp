@@ -20,13 +20,8 @@ using namespace nsrun_test;
 
 namespace {
 
-constexpr std::string_view init_script = R"INIT(#!/bin/busybox sh
-/bin/busybox --install -s /bin
-export PATH=/bin
-mount -t proc proc /proc
-mount -t sysfs sysfs /sys
-mount -t devtmpfs devtmpfs /dev
-echo "NSRUN-VM: root fs $(stat -f -c %T /)"
+// After vm::make_image_root's preamble (busybox, proc, sysfs, devtmpfs).
+constexpr std::string_view init_script = R"INIT(echo "NSRUN-VM: root fs $(stat -f -c %T /)"
 cd /work/ws
 echo "NSRUN-VM: host pidns $(readlink /proc/self/ns/pid)"
 nsrun -- sh -c 'echo "NSRUN-VM: sandbox pidns $(readlink /proc/self/ns/pid) pid $$"'
