@@ -22,9 +22,11 @@
 
 #include "landlock/abi.hpp"
 #include "landlock/kernel.hpp"
+#include "launch/cgroup_account.hpp"
 #include "launch/home_fallback.hpp"
 #include "net/connector.hpp"
 #include "policy/env.hpp"
+#include "ns/cgroup.hpp"
 #include "ns/channel.hpp"
 #include "ns/outcome.hpp"
 #include "ns/credentials.hpp"
@@ -32,6 +34,7 @@
 #include "policy/protect.hpp"
 #include "seccomp/filter.hpp"
 #include "sys/fd.hpp"
+#include "sys/syscalls.hpp"
 
 namespace nsrun::landlock {
 
@@ -592,9 +595,27 @@ LaunchOutcome run(Prepared& p, Readiness ready) {
   setup.landlock_ruleset = fd->get();
   setup.filter = &ready.seccomp;
   const pid_t nsrun_pid = ::getpid();
-  const pid_t child = ::fork();
+  // The sandbox's cgroup (v2, delegated): the supervisor starts in it, so
+  // every process of the command does; cgroup.kill ends what is left.
+  std::optional<SandboxCgroup> cgroup;
+  if (p.limits.use_cgroup) {
+    auto made = SandboxCgroup::make(p.cgroup_base, nsrun_pid, p.limits);
+    if (!made) {
+      out.error = made.error();
+      sigprocmask(SIG_SETMASK, &original_mask, nullptr);
+      out.timeline = p.timeline;
+      return out;
+    }
+    cgroup = std::move(*made);
+  }
+  auto drop_cgroup = [&] {
+    if (cgroup)
+      if (auto r = cgroup->remove(); !r) fmt::print(stderr, "nsrun: {}\n", r.error().message());
+  };
+  const pid_t child = cgroup ? sys::clone_fork_into(0, cgroup->fd()) : ::fork();
   if (child < 0) {
     out.error = sys_error(Operation::fork, "supervisor");
+    drop_cgroup();
     sigprocmask(SIG_SETMASK, &original_mask, nullptr);
     out.timeline = p.timeline;
     return out;
@@ -623,6 +644,7 @@ LaunchOutcome run(Prepared& p, Readiness ready) {
     complete->parent.reset();
     ::waitpid(child, nullptr, 0);
     end_leftovers();
+    drop_cgroup();
     remove_reported_tmpdir(name_in.get());
     sigprocmask(SIG_SETMASK, &original_mask, nullptr);
     out.error = added.error();
@@ -642,6 +664,7 @@ LaunchOutcome run(Prepared& p, Readiness ready) {
       ::kill(child, SIGKILL);
       ::waitpid(child, nullptr, 0);
       end_leftovers();
+      drop_cgroup();
       remove_reported_tmpdir(name_in.get());
       sigprocmask(SIG_SETMASK, &original_mask, nullptr);
       out.error = started.error();
@@ -658,6 +681,8 @@ LaunchOutcome run(Prepared& p, Readiness ready) {
   // The supervisor has ended the command's processes and removed the
   // TMPDIR; only if it was killed itself is anything left, now ours.
   end_leftovers();
+  if (cgroup) account_cgroup(cgroup->events(), "memory.peak", p.limits, out.verdict);
+  drop_cgroup();
   remove_reported_tmpdir(name_in.get());
   sigprocmask(SIG_SETMASK, &original_mask, nullptr);
   return out;

@@ -26,6 +26,7 @@
 #include "launch/userns.hpp"
 #include "layers/session.hpp"
 #include "mount/executor.hpp"
+#include "launch/cgroup_account.hpp"
 #include "ns/cgroup.hpp"
 #include "ns/channel.hpp"
 #include "ns/credentials.hpp"
@@ -609,21 +610,24 @@ LaunchOutcome run_namespaces(Prepared& p) {
     p.egress_decisions = (*proxy)->stop();
   }
   if (cgroup || cgroup_v1) {
-    // The cgroup's own account, truer than rusage: the whole sandbox.
-    const CgroupEvents events = cgroup ? cgroup->events() : cgroup_v1->events();
-    Verdict& v = result.verdict;
-    if (events.peak_bytes) {
-      v.usage.peak_memory_bytes = *events.peak_bytes;
-      v.usage.peak_memory_source = cgroup ? "memory.peak" : "memory.max_usage_in_bytes";
-    }
-    if (p.limits.cgroup_pids) v.pids_refused = events.pids_max_hits;
-    if (v.started && events.oom_kills > 0 && v.ended.how == "signal" && v.ended.signal == SIGKILL) {
-      v.ended.how = "oom";
-      v.ended.limit = "memory";
-    }
+    account_cgroup(cgroup ? cgroup->events() : cgroup_v1->events(),
+                   cgroup ? "memory.peak" : "memory.max_usage_in_bytes", p.limits, result.verdict);
     if (auto r = cgroup ? cgroup->remove() : cgroup_v1->remove(); !r) print_error(r.error());
   }
   return result;
+}
+
+void account_cgroup(const CgroupEvents& events, const char* peak_source, const LimitsPlan& plan, Verdict& v) {
+  // The cgroup's own account, truer than rusage: the whole sandbox.
+  if (events.peak_bytes) {
+    v.usage.peak_memory_bytes = *events.peak_bytes;
+    v.usage.peak_memory_source = peak_source;
+  }
+  if (plan.cgroup_pids) v.pids_refused = events.pids_max_hits;
+  if (v.started && events.oom_kills > 0 && v.ended.how == "signal" && v.ended.signal == SIGKILL) {
+    v.ended.how = "oom";
+    v.ended.limit = "memory";
+  }
 }
 
 LaunchOutcome supervise(pid_t child, int channel, Prepared& p, const sigset_t& original_mask,
@@ -791,7 +795,9 @@ Result<Prepared> prepare(const Policy& policy) {
   return p;
 }
 
-LimitFacts limit_facts(const Policy& policy, bool namespaces_rung) {
+// The facts, and the delegated cgroup v2 they found (`cgroup_dir`), so the
+// launch does not look for it twice.
+static LimitFacts limit_facts(const Policy& policy, bool namespaces_rung, std::string* cgroup_dir) {
   LimitFacts f;
   f.namespaces_rung = namespaces_rung;
   f.new_user_ns = namespaces_rung && policy.ns.user && !policy.userns_fd;
@@ -800,17 +806,19 @@ LimitFacts limit_facts(const Policy& policy, bool namespaces_rung) {
   const Limits& l = policy.limits;
   const bool wants_cgroup = l.memory || l.pids || l.cpu_millis || l.mode == LimitsMode::require_cgroup;
   if (!namespaces_rung) {
-    f.cgroup_why = "the Landlock rung does not make cgroups";
     // Its supervisor ends the sandbox from a signal scope (landlock_rung.cpp).
     const auto abi = landlock::kernel_abi();
     f.ends_all_at_once = abi && (landlock::scopes(*abi) & landlock::scope::signal) != 0;
-  } else if (wants_cgroup) {
+  }
+  if (wants_cgroup) {
     // Only asked when a limit could use it: the normal launch reads nothing.
+    // The Landlock rung too: its supervisor starts in the sandbox's cgroup.
     const CgroupHost host = detect_cgroup_v2();
     f.cgroup = host.usable;
     f.cgroup_why = host.why;
+    if (cgroup_dir) *cgroup_dir = host.dir;
     std::vector<std::string> controllers = host.controllers;
-    if (!host.usable && ::access("/proc/self/ns/pid", F_OK) == 0) {
+    if (!host.usable && namespaces_rung && ::access("/proc/self/ns/pid", F_OK) == 0) {
       // v1 only with a PID namespace of the sandbox's own: it is what ends
       // every process of the cgroup (v1 has no cgroup.kill).
       const CgroupV1Host v1 = detect_cgroup_v1();
@@ -832,15 +840,20 @@ LimitFacts limit_facts(const Policy& policy, bool namespaces_rung) {
   return f;
 }
 
+LimitFacts limit_facts(const Policy& policy, bool namespaces_rung) {
+  return limit_facts(policy, namespaces_rung, nullptr);
+}
+
 Result<RungLimits> rung_limits(const Policy& policy, FilterRung rung) {
   RungLimits out;
-  const LimitFacts facts = limit_facts(policy, rung == FilterRung::namespaces);
+  std::string cgroup_dir;
+  const LimitFacts facts = limit_facts(policy, rung == FilterRung::namespaces, &cgroup_dir);
   auto limits = plan_limits(policy.limits, facts);
   if (!limits) return fail(limits.error());
   out.plan = std::move(*limits);
   if (out.plan.use_cgroup) {
     if (facts.cgroup_version == 1) out.cgroup_v1_dirs = detect_cgroup_v1().dirs;
-    else out.cgroup_base = detect_cgroup_v2().dir;
+    else out.cgroup_base = std::move(cgroup_dir);
   }
   out.observe = !policy.report_path.empty() || policy.report_fd.has_value() || policy.verdict || policy.watch_writes;
   // --network proxy on the Landlock rung: nsrun answers the command's

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "probe/cgroup.hpp"
 #include "sys/io.hpp"
 
 namespace nsrun {
@@ -46,6 +47,26 @@ uint64_t leading_number(std::string_view text) {
   return v;
 }
 
+bool cgroup_enables(std::string_view subtree_control, std::string_view line) {
+  auto has = [&](std::string_view c) {
+    std::string_view rest = subtree_control;
+    while (!rest.empty()) {
+      const auto sp = rest.find_first_of(" \n");
+      if (rest.substr(0, sp) == c) return true;
+      if (sp == std::string_view::npos) break;
+      rest.remove_prefix(sp + 1);
+    }
+    return false;
+  };
+  while (!line.empty()) {
+    const auto sp = line.find(' ');
+    if (std::string_view item = line.substr(0, sp); item.starts_with('+') && !has(item.substr(1))) return false;
+    if (sp == std::string_view::npos) break;
+    line.remove_prefix(sp + 1);
+  }
+  return true;
+}
+
 uint64_t cgroup_key(std::string_view text, std::string_view key) {
   while (!text.empty()) {
     const auto nl = text.find('\n');
@@ -81,16 +102,23 @@ Result<SandboxCgroup> SandboxCgroup::make(const std::string& base, pid_t self, c
   cg.fake_ = fake;
   cg.base_ = Fd(::open(base.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!cg.base_) return fail(sys_error("cgroup", base));
-  // nsrun into a leaf of its own, so the delegated cgroup holds no process
-  // of ours when it hands out controllers. Shared by concurrent launches.
-  constexpr const char* leaf = "nsrun-supervisor";
-  if (::mkdirat(cg.base_.get(), leaf, 0755) != 0 && errno != EEXIST)
-    return fail(sys_error("cgroup", fmt::format("{}/{}", base, leaf)));
-  Fd leaf_fd(::openat(cg.base_.get(), leaf, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!leaf_fd) return fail(sys_error("cgroup", fmt::format("{}/{}", base, leaf)));
-  if (auto r = write_control(leaf_fd.get(), "cgroup.procs", std::to_string(self), base + "/" + leaf, fake); !r)
-    return fail(r.error());
-  if (const std::string line = cgroup_controllers_line(plan); !line.empty())
+  // nsrun into a leaf of its own when it is in the delegated cgroup, so
+  // that cgroup holds no process of ours when it hands out controllers.
+  // Shared by concurrent launches; nsrun cannot remove the leaf it is in,
+  // so it stays, empty once nsrun has exited (docs/limits.md).
+  if (cgroup_lists(read_control(cg.base_.get(), "cgroup.procs"), self)) {
+    constexpr const char* leaf = "nsrun-supervisor";
+    if (::mkdirat(cg.base_.get(), leaf, 0755) != 0 && errno != EEXIST)
+      return fail(sys_error("cgroup", fmt::format("{}/{}", base, leaf)));
+    Fd leaf_fd(::openat(cg.base_.get(), leaf, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!leaf_fd) return fail(sys_error("cgroup", fmt::format("{}/{}", base, leaf)));
+    if (auto r = write_control(leaf_fd.get(), "cgroup.procs", std::to_string(self), base + "/" + leaf, fake); !r)
+      return fail(r.error());
+  }
+  // Once enabled (the first launch), the controllers stay: a read, no write
+  // under the cgroup core's lock for every launch.
+  if (const std::string line = cgroup_controllers_line(plan);
+      !line.empty() && !cgroup_enables(read_control(cg.base_.get(), "cgroup.subtree_control"), line))
     if (auto r = write_control(cg.base_.get(), "cgroup.subtree_control", line, base, fake); !r) return fail(r.error());
   cg.name_ = fmt::format("nsrun-{}", self);
   cg.path_ = fmt::format("{}/{}", base, cg.name_);

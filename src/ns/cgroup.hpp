@@ -38,6 +38,9 @@ struct CgroupEvents {
   std::optional<uint64_t> peak_bytes;    // memory.peak
   uint64_t pids_max_hits = 0;            // pids.events max
 };
+// Pure: whether a cgroup.subtree_control text ("cpu memory pids") already
+// holds every controller of a controllers line ("+memory +pids").
+bool cgroup_enables(std::string_view subtree_control, std::string_view line);
 // Pure parsers of "key value" lines.
 uint64_t cgroup_key(std::string_view text, std::string_view key);
 

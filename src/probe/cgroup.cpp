@@ -6,6 +6,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
+
+#include <fmt/format.h>
 
 #include "sys/fd.hpp"
 #include "sys/io.hpp"
@@ -59,14 +62,48 @@ std::vector<std::string> cgroup_v1_controllers(std::string_view text) {
   return out;
 }
 
-CgroupHost detect_cgroup_v2(const std::string& mount, std::string_view proc_self_cgroup) {
+std::size_t cgroup_other_processes(std::string_view procs, pid_t self) {
+  std::size_t n = 0;
+  const std::string me = std::to_string(self);
+  for (auto line : lines(procs))
+    if (!line.empty() && line != me) ++n;
+  return n;
+}
+
+bool cgroup_lists(std::string_view procs, pid_t pid) {
+  const std::string p = std::to_string(pid);
+  for (auto line : lines(procs))
+    if (line == p) return true;
+  return false;
+}
+
+CgroupHost detect_cgroup_v2(const std::string& mount, std::string_view proc_self_cgroup,
+                            const std::string& configured, pid_t self) {
   CgroupHost host;
   const auto path = cgroup_v2_path(proc_self_cgroup);
-  if (!path) {
+  if (!path && configured.empty()) {
     host.why = "no cgroup v2 hierarchy in /proc/self/cgroup";
     return host;
   }
-  host.dir = mount + (*path == "/" ? "" : *path);
+  const std::string own = path ? mount + (*path == "/" ? "" : *path) : std::string();
+  if (!configured.empty()) {
+    // A name, not a walk: ".." could leave the hierarchy.
+    if ((configured != mount && !configured.starts_with(mount + "/")) || configured.find("/..") != std::string::npos ||
+        configured.find("/./") != std::string::npos) {
+      host.why = "NSRUN_CGROUP=" + configured + " is not a cgroup directory under " + mount;
+      return host;
+    }
+    host.dir = configured;
+    while (host.dir.size() > mount.size() && host.dir.ends_with('/')) host.dir.pop_back();
+  } else {
+    host.dir = own;
+  }
+  host.inside = host.dir == own;
+  const std::string which = configured.empty() ? "the caller's cgroup " : "NSRUN_CGROUP ";
+  if (::access((host.dir + "/cgroup.controllers").c_str(), R_OK) != 0) {
+    host.why = which + host.dir + " is not a cgroup v2 directory";
+    return host;
+  }
   const std::string controllers = read_text(host.dir + "/cgroup.controllers");
   const auto v1 = cgroup_v1_controllers(proc_self_cgroup);
   for (const char* c : {"memory", "pids", "cpu"}) {
@@ -81,7 +118,7 @@ CgroupHost detect_cgroup_v2(const std::string& mount, std::string_view proc_self
     if (listed && std::find(v1.begin(), v1.end(), c) == v1.end()) host.controllers.emplace_back(c);
   }
   if (host.controllers.empty()) {
-    host.why = v1.empty() ? "the caller's cgroup v2 offers none of memory, pids, cpu"
+    host.why = v1.empty() ? which + host.dir + " offers none of memory, pids, cpu"
                           : "the memory, pids and cpu controllers are bound to cgroup v1 hierarchies (a hybrid host)";
     return host;
   }
@@ -90,7 +127,17 @@ CgroupHost detect_cgroup_v2(const std::string& mount, std::string_view proc_self
   // write.
   for (const char* f : {"", "/cgroup.procs", "/cgroup.subtree_control"})
     if (::access((host.dir + f).c_str(), W_OK) != 0) {
-      host.why = "the caller's cgroup " + host.dir + " is not delegated to it (not writable)";
+      host.why = which + host.dir + " is not delegated to it (not writable)";
+      return host;
+    }
+  // The root cgroup is exempt from the no-internal-process rule.
+  if (host.inside && host.dir != mount)
+    if (const std::size_t others = cgroup_other_processes(read_text(host.dir + "/cgroup.procs"), self); others > 0) {
+      host.why = fmt::format(
+          "the caller's cgroup {} holds {} other process{} (a cgroup v2 with processes hands no controllers to its "
+          "children): start nsrun as the only process of a delegated cgroup (systemd-run --user --scope -p "
+          "Delegate=yes nsrun ...), or name an empty delegated one in NSRUN_CGROUP (docs/limits.md)",
+          host.dir, others, others == 1 ? "" : "es");
       return host;
     }
   host.usable = true;
@@ -101,7 +148,8 @@ CgroupHost detect_cgroup_v2() {
   for (const char* mount : {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"}) {
     struct statfs st{};
     if (::statfs(mount, &st) != 0 || st.f_type != CGROUP2_SUPER_MAGIC) continue;
-    return detect_cgroup_v2(mount, read_text("/proc/self/cgroup"));
+    const char* configured = std::getenv("NSRUN_CGROUP");
+    return detect_cgroup_v2(mount, read_text("/proc/self/cgroup"), configured ? configured : "", ::getpid());
   }
   CgroupHost none;
   none.why = "no cgroup v2 hierarchy is mounted";

@@ -8,6 +8,8 @@
 // v2 subtree to use and the limits fall back to rlimits (policy/limits.hpp).
 #pragma once
 
+#include <sys/types.h>
+
 #include <optional>
 #include <string>
 #include <string_view>
@@ -25,18 +27,29 @@ std::vector<std::string> cgroup_v1_controllers(std::string_view proc_self_cgroup
 
 struct CgroupHost {
   bool usable = false;
-  std::string dir;                       // the caller's v2 cgroup, absolute
+  std::string dir;                       // the delegated v2 cgroup to use, absolute
+  bool inside = false;                   // it is the caller's own cgroup
   std::vector<std::string> controllers;  // of memory, pids, cpu: those in its cgroup.controllers
   std::string why;                       // when not usable
 };
 
+// Of a cgroup.procs text: how many pids are not `self`; whether `pid` is one.
+std::size_t cgroup_other_processes(std::string_view procs, pid_t self);
+bool cgroup_lists(std::string_view procs, pid_t pid);
+
 // `mount` is where the v2 hierarchy is mounted (/sys/fs/cgroup, or
 // /sys/fs/cgroup/unified on a hybrid host); `proc_self_cgroup` the text of
-// /proc/self/cgroup. Usable when the caller's cgroup is writable by it
-// (cgroup.procs, cgroup.subtree_control and the directory itself).
-CgroupHost detect_cgroup_v2(const std::string& mount, std::string_view proc_self_cgroup);
+// /proc/self/cgroup; `configured` a cgroup directory the caller named
+// ($NSRUN_CGROUP), else the caller's own cgroup is used. Usable when that
+// cgroup is writable by the caller (cgroup.procs, cgroup.subtree_control
+// and the directory itself) and, when it is the caller's own, holds no
+// other process: v2 lets no cgroup with processes but the root hand
+// controllers to its children, and nsrun can move only itself out.
+CgroupHost detect_cgroup_v2(const std::string& mount, std::string_view proc_self_cgroup,
+                            const std::string& configured = "", pid_t self = 0);
 
-// The real host: finds the v2 mount (statfs magic) and reads /proc/self/cgroup.
+// The real host: finds the v2 mount (statfs magic), reads /proc/self/cgroup
+// and $NSRUN_CGROUP.
 CgroupHost detect_cgroup_v2();
 
 // cgroup v1, as nsjail uses it: for root only (v1 has no safe delegation),

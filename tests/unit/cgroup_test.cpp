@@ -92,6 +92,7 @@ TEST_CASE("the sandbox's cgroup: nsrun in a leaf, controllers, limits, events, r
   plan.cgroup_pids = 11;
   plan.cgroup_cpu_millis = 500;
   CHECK(cgroup_controllers_line(plan) == "+memory +pids +cpu");
+  t.put("/cgroup.procs", "4242\n");  // nsrun starts in the delegated cgroup
   auto made = SandboxCgroup::make(t.root, 4242, plan, true);
   REQUIRE(made.has_value());
   CHECK(t.get("/nsrun-supervisor/cgroup.procs") == "4242");
@@ -117,6 +118,64 @@ TEST_CASE("the sandbox's cgroup: nsrun in a leaf, controllers, limits, events, r
   // A second sandbox of the same nsrun pid is refused, never shared.
   REQUIRE(SandboxCgroup::make(t.root, 4243, plan, true).has_value());
   CHECK_FALSE(SandboxCgroup::make(t.root, 4243, plan, true).has_value());
+}
+
+TEST_CASE("the delegated cgroup: shared with other processes, or named in NSRUN_CGROUP", "[cgroup]") {
+  FakeTree t;
+  const std::string scope = "/user.slice/user-1000.slice/user@1000.service/app.slice/nsrun.scope";
+  for (const std::string& d : {scope, std::string("/sandboxes")}) {
+    t.put(d + "/cgroup.controllers", "cpu memory pids\n");
+    t.put(d + "/cgroup.procs", "");
+    t.put(d + "/cgroup.subtree_control", "");
+  }
+  CHECK(cgroup_other_processes("12\n77\n", 77) == 1);
+  CHECK(cgroup_other_processes("", 77) == 0);
+  CHECK(cgroup_lists("12\n77\n", 77));
+  CHECK_FALSE(cgroup_lists("12\n177\n", 77));
+  SECTION("nsrun alone in its cgroup: usable, and it moves itself into a leaf") {
+    t.put(scope + "/cgroup.procs", "77\n");
+    CgroupHost h = detect_cgroup_v2(t.root, pure_v2, "", 77);
+    CHECK(h.usable);
+    CHECK(h.inside);
+  }
+  SECTION("a shell beside nsrun: refused before anything is made, naming the way out") {
+    t.put(scope + "/cgroup.procs", "12\n77\n");
+    CgroupHost h = detect_cgroup_v2(t.root, pure_v2, "", 77);
+    CHECK_FALSE(h.usable);
+    CHECK(h.why.find("1 other process") != std::string::npos);
+    CHECK(h.why.find("Delegate=yes") != std::string::npos);
+  }
+  SECTION("NSRUN_CGROUP names an empty delegated cgroup: used, nsrun stays where it is") {
+    t.put(scope + "/cgroup.procs", "12\n77\n");
+    CgroupHost h = detect_cgroup_v2(t.root, pure_v2, t.root + "/sandboxes/", 77);
+    CHECK(h.usable);
+    CHECK_FALSE(h.inside);
+    CHECK(h.dir == t.root + "/sandboxes");
+    LimitsPlan plan;
+    plan.use_cgroup = true;
+    plan.cgroup_pids = 5;
+    auto made = SandboxCgroup::make(h.dir, 77, plan, true);
+    REQUIRE(made.has_value());
+    CHECK_FALSE(fs::exists(h.dir + "/nsrun-supervisor"));  // no leaf: nsrun is not in it
+    CHECK(t.get("/sandboxes/nsrun-77/pids.max") == "5");
+    REQUIRE(made->remove().has_value());
+  }
+  SECTION("NSRUN_CGROUP outside the hierarchy, or walking out of it, or not a cgroup") {
+    for (const std::string& bad : {std::string("/tmp"), t.root + "/../etc", t.root + "/nowhere"}) {
+      CgroupHost h = detect_cgroup_v2(t.root, pure_v2, bad, 77);
+      INFO(bad);
+      CHECK_FALSE(h.usable);
+      CHECK(h.why.find("NSRUN_CGROUP") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("controllers already enabled are not written again", "[cgroup]") {
+  CHECK(cgroup_enables("cpu memory pids\n", "+memory +pids"));
+  CHECK(cgroup_enables("memory pids\n", "+pids"));
+  CHECK_FALSE(cgroup_enables("memory\n", "+memory +pids"));
+  CHECK_FALSE(cgroup_enables("", "+cpu"));
+  CHECK_FALSE(cgroup_enables("cpuset\n", "+cpu"));
 }
 
 TEST_CASE("cgroup key lines", "[cgroup]") {
