@@ -4,6 +4,7 @@
 // system"), not the mount point's EBUSY, the report lists it as a
 // `protected-path` refusal and the verdict names the path and the option
 // that allows it. Nothing of the protected set changes on the host.
+#include "cow_support.hpp"
 #include "git_support.hpp"
 #include "harness.hpp"
 #include "report_schema.hpp"
@@ -145,4 +146,96 @@ TEST_CASE("git init in a workspace without .git works, and no missing path is ca
   CHECK_THAT(r.err, !ContainsSubstring(".git/info/attributes: created during the run"));
   // What was made is said (direct mode cannot keep it), as before.
   CHECK_THAT(r.err, ContainsSubstring(".git/config: created during the run"));
+}
+
+// The copy-on-write workspace: .git/config changes inside, `nsrun changes`
+// shows them as keys, `nsrun commit` applies the ones that run nothing and
+// refuses the others, naming them (exit 4, "protected"). Afterwards git on
+// the host runs with the committed file and must not run anything planted.
+TEST_CASE("cow: git config changes are reviewed as keys; the ones that run something are refused",
+          "[protect-git-config][cow]") {
+  require_userns();
+  if (!git_installed()) SKIP("git is not installed");
+  TempDir ws("gcfg-ws"), state("gcfg-state"), home("gcfg-home"), marks("gcfg-marks");
+  host_repo(ws);
+  const auto env = cow::layer_env(state, home.path());
+  cow::settle_clock();
+  const std::string m = marks.path();
+  // Every shape of planting: keys through git, and text appended by hand
+  // (mixed case, subsections, quotes and escapes, continuation lines).
+  const std::string script =
+      "git config user.name agent && git remote add origin https://example.invalid/r && "
+      "git config core.fsmonitor 'touch " + m + "/fsmonitor; false' && "
+      "git config alias.x '!touch " + m + "/alias' && "
+      "git config include.path ../evil.cfg && "
+      "git config 'includeIf.gitdir:/.path' ../evil.cfg && "
+      "printf '[Core]\\n\\tPager = \"touch " + m + "/pager\\\\\n; cat\"\\n[filter \"x\"] clean = touch " + m +
+      "/filter\\n[diff \"d\"]\\n\\ttextconv = touch " + m + "/textconv\\n' >> .git/config && "
+      "git config --list >/dev/null";
+  const std::string id = cow::cow_run(ws, env, script);
+  auto changes = nsrun_test::nsrun({"changes", id}, cow::in(ws, env));
+  INFO(changes.err);
+  REQUIRE(changes.exit_code == 0);
+  CHECK_THAT(changes.out, ContainsSubstring("M .git/config\n"));
+  CHECK_THAT(changes.out, ContainsSubstring("  config + user.name = \"agent\"\n"));
+  CHECK_THAT(changes.out, ContainsSubstring("  config + remote.origin.url = \"https://example.invalid/r\"\n"));
+  CHECK_THAT(changes.out, ContainsSubstring("  config + core.fsmonitor = "));
+  CHECK_THAT(changes.out, ContainsSubstring("(commit refuses it: runs the named program on every status)"));
+  auto json = nsrun_test::nsrun({"changes", id, "--json"}, cow::in(ws, env));
+  CHECK_THAT(json.out, ContainsSubstring("\"git_config\":{\"keys\":["));
+
+  auto commit = nsrun_test::nsrun({"commit", id}, cow::in(ws, env));
+  INFO(commit.err);
+  CHECK(commit.exit_code == 4);
+  for (std::string_view key : {"core.fsmonitor", "alias.x", "include.path", "includeif.gitdir:/.path", "core.pager",
+                               "filter.x.clean", "diff.d.textconv"})
+    CHECK_THAT(commit.err, ContainsSubstring("nsrun: .git/config: " + std::string(key) + " added not committed: "));
+  CHECK_THAT(commit.err, ContainsSubstring("nsrun: .git/config: user.name added: applied"));
+  CHECK_THAT(commit.err, ContainsSubstring("nsrun: .git/config: remote.origin.url added: applied"));
+  // Host git reads the committed file and runs nothing planted.
+  CHECK(chomp(run({"git", "config", "--file", ws / ".git/config", "user.name"}).out) == "agent");
+  CHECK(chomp(run({"git", "config", "--file", ws / ".git/config", "remote.origin.url"}).out) ==
+        "https://example.invalid/r");
+  write_file(ws / "f.txt", "f\n");
+  CHECK(git_in(ws.path(), {"status"}).exit_code == 0);
+  CHECK(git_in(ws.path(), {"add", "f.txt"}).exit_code == 0);
+  CHECK(git_in(ws.path(), {"diff", "--cached"}).exit_code == 0);
+  (void)git_in(ws.path(), {"x"});
+  for (std::string_view mark : {"fsmonitor", "alias", "pager", "filter", "textconv"}) {
+    INFO(mark);
+    CHECK_FALSE(file_exists(marks / std::string(mark)));
+  }
+  const std::string after = read_file(ws / ".git/config");
+  CHECK_THAT(after, !ContainsSubstring("fsmonitor"));
+  CHECK_THAT(after, !ContainsSubstring("evil"));
+  // What was refused stays in the layer, and only that.
+  auto left = nsrun_test::nsrun({"changes", id}, cow::in(ws, env));
+  CHECK_THAT(left.out, !ContainsSubstring("user.name"));
+  CHECK_THAT(left.out, ContainsSubstring("core.fsmonitor"));
+}
+
+TEST_CASE("cow: a .git/config the parser cannot be sure of is refused whole", "[protect-git-config][cow]") {
+  require_userns();
+  if (!git_installed()) SKIP("git is not installed");
+  TempDir ws("gcfg-ws"), state("gcfg-state"), home("gcfg-home");
+  host_repo(ws);
+  const std::string before = read_file(ws / ".git/config");
+  const auto env = cow::layer_env(state, home.path());
+  cow::settle_clock();
+  for (const std::string& script : {
+           std::string("printf '[user]\\n\\tname = a\\0b\\n' >> .git/config"),          // a NUL byte
+           std::string("printf '[user]\\n\\tname = \"open\\n' >> .git/config"),         // a quote left open
+           std::string("head -c 1100000 /dev/zero | tr '\\\\0' '#' >> .git/config"),    // larger than 1 MiB
+           std::string("mv .git/config .git/real && ln -s real .git/config"),         // a symlink in the layer
+       }) {
+    DYNAMIC_SECTION(script) {
+      const std::string id = cow::cow_run(ws, env, script);
+      auto commit = nsrun_test::nsrun({"commit", id, "--json"}, cow::in(ws, env));
+      INFO(commit.out << commit.err);
+      CHECK(commit.exit_code == 4);
+      CHECK_THAT(commit.err, ContainsSubstring("nsrun: .git/config: not committed: "));
+      CHECK_THAT(commit.out, ContainsSubstring("\"protected\":[{\"kind\":\"modified\",\"path\":\".git/config\""));
+      CHECK(read_file(ws / ".git/config") == before);
+    }
+  }
 }
