@@ -7,7 +7,7 @@
 #   tools/fuzz.sh [SECONDS] [NAME...]
 #
 #   NAME   policy_json, native_cli, bwrap_args, env_glob, seccomp_programs,
-#          http_head, socks, tls_hello, dns_query, dns_reply
+#          http_head, socks, tls_hello, dns_query, dns_reply, git_config
 #          (default: all)
 #
 # A crash, a sanitizer report, a broken property or a hang (over 10 s for
@@ -17,7 +17,7 @@
 # the compiler (default clang++-19, from tools/install-deps.sh --fuzz).
 set -euo pipefail
 
-readonly ALL=(policy_json native_cli bwrap_args env_glob seccomp_programs http_head socks tls_hello dns_query dns_reply)
+readonly ALL=(policy_json native_cli bwrap_args env_glob seccomp_programs http_head socks tls_hello dns_query dns_reply git_config)
 say() { printf 'fuzz: %s\n' "$*"; }
 die() { printf 'fuzz: ERROR: %s\n' "$*" >&2; exit 1; }
 

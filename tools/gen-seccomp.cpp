@@ -144,7 +144,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   Packed packed;
-  std::vector<unsigned> table, notify_table, notify_watch_table;
+  std::vector<unsigned> table, notify_table, notify_watch_table, notify_guard_table;
   std::map<int, std::string> names;
   for (unsigned i = 0; i < nsrun::FilterKey::variants; ++i) {
     auto id = emit(packed, fmt::format("filter_{}", i), nsrun::filter_spec(nsrun::FilterKey::from_index(i)));
@@ -172,6 +172,16 @@ int main(int argc, char** argv) {
     if (!id) return 1;
     notify_watch_table.push_back(*id);
   }
+  // The protect guard (seccomp/writes.hpp): renames joined to each
+  // notifying variant, without --watch-writes.
+  for (const auto& rule : nsrun::protect_guard_spec().rules)
+    names.emplace(nsrun::syscall_number(std::string(rule.syscall)), rule.syscall);
+  for (unsigned i = 0; i < nsrun::FilterKey::variants; ++i) {
+    const auto spec = nsrun::notify_spec(nsrun::filter_spec(nsrun::FilterKey::from_index(i)));
+    auto id = emit(packed, fmt::format("notify_guard_{}", i), nsrun::notify_guard_spec(spec));
+    if (!id) return 1;
+    notify_guard_table.push_back(*id);
+  }
   if (!packed.fits()) {
     fmt::print(stderr, "gen-seccomp: the packed programs outgrow seccomp/packed.hpp's 16-bit fields\n");
     return 1;
@@ -194,6 +204,7 @@ int main(int argc, char** argv) {
   out += array("const uint8_t filters", table, number);
   out += array("const uint8_t notify_filters", notify_table, number);
   out += array("const uint8_t notify_watch_filters", notify_watch_table, number);
+  out += array("const uint8_t notify_guard_filters", notify_guard_table, number);
   out += fmt::format("const uint8_t no_userns = {};\nconst uint8_t watch_writes = {};\n\n", *no_userns, *watch);
   out += "}  // namespace nsrun::packed\n\nnamespace nsrun {\n\nnamespace {\n\n";
   // constexpr: made at compile time. As a plain const array of pairs g++

@@ -72,6 +72,49 @@ json::Value changes_json(const std::vector<layers::Change>& changes) {
   return list;
 }
 
+// The layer's .git/config, key by key (layers::review_layer_git_config()).
+json::Value git_config_json(const ConfigReview& r) {
+  json::Value out = json::Value::object();
+  if (!r.error.empty()) out.set("error", r.error);
+  json::Value keys = json::Value::array();
+  auto strings = [](const std::vector<std::string>& v) {
+    json::Value a = json::Value::array();
+    for (const auto& s : v) a.push_back(s);
+    return a;
+  };
+  for (const auto& c : r.changes) {
+    json::Value k = json::Value::object();
+    k.set("key", c.key);
+    k.set("op", std::string(name(c.op)));
+    k.set("before", strings(c.before));
+    k.set("after", strings(c.after));
+    k.set("refused", c.refused.empty() ? json::Value(nullptr) : json::Value(c.refused));
+    keys.push_back(std::move(k));
+  }
+  out.set("keys", std::move(keys));
+  return out;
+}
+
+std::string values_words(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : ", ") + printable(fmt::format("\"{}\"", s), 200);
+  return out;
+}
+
+// "  config + user.name = "x"" lines; a refused key says why.
+std::string git_config_lines(const ConfigReview& r) {
+  if (!r.error.empty()) return fmt::format("  config: refused whole: {}\n", printable(r.error));
+  std::string out;
+  for (const auto& c : r.changes) {
+    const char sign = c.op == ConfigKeyChange::Op::added ? '+' : c.op == ConfigKeyChange::Op::removed ? '-' : '~';
+    out += fmt::format("  config {} {}", sign, printable(c.key, 200));
+    if (c.op != ConfigKeyChange::Op::removed) out += " = " + values_words(c.after);
+    if (!c.refused.empty()) out += fmt::format(" (commit refuses it: {})", c.refused);
+    out += "\n";
+  }
+  return out;
+}
+
 // A directory the caller names (a workspace, a home), opened through no
 // symlink.
 Result<Fd> open_exact_dir(const std::string& path) {
@@ -212,15 +255,26 @@ int run_commands(std::string_view verb, std::span<const std::string> args) {
   if (verb == "changes") {
     auto changes = layers::collect(run->upper.get(), run->workspace.get());
     if (!changes) return report(changes.error());
+    // The top-level .git/config changed: its keys, as commit will judge them.
+    std::optional<ConfigReview> config;
+    if (std::any_of(changes->begin(), changes->end(), [](const layers::Change& c) { return c.path == ".git/config"; })) {
+      auto reviewed = layers::review_layer_git_config(run->upper.get(), run->workspace.get());
+      if (!reviewed) return report(reviewed.error());
+      config = std::move(*reviewed);
+    }
     if (as_json) {
       json::Value out = json::Value::object();
       out.set("run_id", id);
       out.set("changes", changes_json(*changes));
+      if (config) out.set("git_config", git_config_json(*config));
       fmt::print("{}\n", json::dump(out, false));
       return 0;
     }
     if (!patch) {
-      fmt::print("{}", layers::list(*changes));
+      for (const auto& c : *changes) {
+        fmt::print("{}", layers::list({c}));
+        if (config && c.path == ".git/config") fmt::print("{}", git_config_lines(*config));
+      }
       return 0;
     }
     auto text = layers::patch(run->upper.get(), run->workspace.get(), *changes);
@@ -258,6 +312,7 @@ int run_commands(std::string_view verb, std::span<const std::string> args) {
   if (std::find(set.begin(), set.end(), ".git/config") != set.end()) armed = find_git_armed(run->upper.get());
   git_paths.insert(git_paths.end(), armed.armed.begin(), armed.armed.end());
   for (const auto& [path, why] : armed.unread) git_paths.push_back(path);
+  options.review_git_config = std::find(set.begin(), set.end(), ".git/config") != set.end();
   options.is_protected = [set, git_paths](std::string_view path) {
     return commit_protected(path, set) || commit_protected(path, git_paths);
   };
@@ -282,9 +337,21 @@ int run_commands(std::string_view verb, std::span<const std::string> args) {
       failed.push_back(std::move(item));
     }
     out.set("failed", std::move(failed));
+    if (outcome->git_config) out.set("git_config", git_config_json(outcome->git_config->review));
     fmt::print("{}\n", json::dump(out, false));
   } else {
     fmt::print("{}", layers::list(outcome->applied));
+  }
+  if (outcome->git_config) {
+    const ConfigReview& r = outcome->git_config->review;
+    if (!r.error.empty())
+      fmt::print(stderr, "nsrun: .git/config: not committed: {}\n", printable(r.error));
+    for (const auto& c : r.changes)
+      if (!c.refused.empty())
+        fmt::print(stderr, "nsrun: .git/config: {} {} not committed: {} (edit the host's file yourself if you want it)\n",
+                   printable(c.key, 200), name(c.op), c.refused);
+      else if (outcome->git_config->written)
+        fmt::print(stderr, "nsrun: .git/config: {} {}: applied\n", printable(c.key, 200), name(c.op));
   }
   for (const auto& c : outcome->refused) {
     // A tree refused for the git material it holds says which, or what in

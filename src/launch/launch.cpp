@@ -891,6 +891,33 @@ void apply_limits(Prepared& p, RungLimits l) {
   p.cgroup_v1_dirs = std::move(l.cgroup_v1_dirs);
 }
 
+// The protect guard (seccomp/writes.hpp) on the namespace rung: a rename
+// onto a protected path that a mount holds reads EROFS, not the mount
+// point's EBUSY, and is a refusal in the verdict. Armed only when the
+// launch's scan found such a path (`held`, held_mounts()): a workspace
+// without a .git (the bench's) pays nothing. Without a report it still
+// makes the listener nsrun answers through. --watch-writes guards as it
+// watches; no notifying variant (--seccomp none or log,
+// --assert-userns-disabled): the kernel's EBUSY stands.
+static Result<void> arm_protect_guard(Prepared& p, const Policy& policy, std::vector<std::string> held) {
+  if (p.write_scope) {
+    if (!p.write_scope->landlock) p.write_scope->held = std::move(held);
+    return {};
+  }
+  if (held.empty() || policy.assert_userns_disabled) return {};
+  if (p.observe && p.seccomp_notify.empty()) return {};
+  auto guard = compile_notify_guard_filter(policy, FilterRung::namespaces);
+  if (!guard) return fail(guard.error());
+  if (guard->empty()) return {};
+  p.observe = true;
+  p.seccomp_notify = std::move(*guard);
+  p.seccomp_notify_key = filter_key(policy, FilterRung::namespaces);
+  p.write_scope = write_scope(policy, false);
+  p.write_scope->watch_all = false;
+  p.write_scope->held = std::move(held);
+  return {};
+}
+
 // The run id goes to stderr before the command starts: the one place a
 // caller finds it without --report. --home rw is said, as full-access is.
 static void note_layers(const layers::Session& layers, LaunchReport& report) {
@@ -994,6 +1021,8 @@ int run(const Policy& policy, const ErrorReporter& report_error, SetupDeath setu
   }
   // The ladder (launch/ladder.cpp) picks the rung and fills the report.
   const ProtectWatch protect_watch = watch_protected(policy);
+  if (auto r = arm_protect_guard(*prepared, layers->policy(), held_mounts(protect_watch)); !r)
+    return finish(r.error().exit_code(), r.error());
   LadderOutcome outcome = run_ladder(layers->policy(), *prepared, report, &protect_watch);
   // Every rung has reaped what it started by now (the namespace rung its
   // PID 1, whose death ends the PID namespace's every process).

@@ -41,6 +41,19 @@ ProtectWatch watch_protected(const Policy& policy) {
   return w;
 }
 
+std::vector<std::string> held_mounts(const ProtectWatch& watch) {
+  std::vector<std::string> out;
+  auto join = [](const std::string& root, const std::string& rel) { return root == "/" ? "/" + rel : root + "/" + rel; };
+  for (const auto& st : watch.before) {
+    if (st.path.empty() || st.path.front() == '/') continue;
+    if (st.decision.state == ProtectState::read_only || st.decision.state == ProtectState::covered)
+      out.push_back(join(st.root, st.path));
+    else if (st.decision.state == ProtectState::sealed && !st.decision.sealed_dir.empty())
+      out.push_back(join(st.root, st.decision.sealed_dir));
+  }
+  return out;
+}
+
 namespace {
 
 // The git material the run made or changed anywhere in its writable roots
@@ -127,8 +140,11 @@ void report_protected(const ProtectWatch& watch, const Policy& policy, LaunchRep
     const auto& st = watch.before[i];
     ProtectedReport pr{fmt::format("{}/{}", st.root, st.path), std::string(name(st.decision.state)), {}, {}};
     if (st.decision.state == ProtectState::not_kept && i < after.size() && after[i].root == st.root &&
-        after[i].path == st.path && after[i].decision.state != ProtectState::not_kept &&
-        after[i].decision.state != ProtectState::unreachable) {
+        after[i].path == st.path &&
+        // The path itself now exists (or a symlink or file stands on its
+        // way). `sealed` is only its parent made meanwhile: `git init` makes
+        // .git/info, not .git/info/attributes.
+        (after[i].decision.state == ProtectState::read_only || after[i].decision.state == ProtectState::covered)) {
       pr.operation = "created";
       fmt::print(stderr,
                  "nsrun: protected path {}: created during the run (direct mode cannot keep a missing path directly "

@@ -34,6 +34,11 @@ struct ProtectWatch {
 
 ProtectWatch watch_protected(const Policy& policy);
 
+// The absolute paths the namespace rung makes mount points for the
+// protected set, from the scan: each path kept read-only or covered, and
+// each sealed directory (the protect guard's WriteScope::held).
+std::vector<std::string> held_mounts(const ProtectWatch& watch);
+
 // Fills report.protected_paths and report.hidden_credentials; prints one
 // line on stderr for each path not kept that the run left behind
 // (`nsrun: protected path P: created during the run ...`), and one for

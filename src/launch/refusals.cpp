@@ -1,8 +1,11 @@
 #include "launch/refusals.hpp"
 
+#include <cerrno>
+
 #include <fmt/format.h>
 
 #include "policy/hosts.hpp"
+#include "policy/protect.hpp"
 #include "sys/error.hpp"
 
 namespace nsrun {
@@ -95,14 +98,33 @@ void egress_refusals(Verdict& v, const RefusalFacts& f) {
   }
 }
 
+std::string protected_allow(const WriteAttempt& w) {
+  return w.protected_entry.empty() ? "--unprotect" : "--unprotect " + printable(w.protected_entry);
+}
+
+// The path, what was refused and how to allow it: an agent reading
+// "Read-only file system" from git learns here which file and why.
+std::string protected_words(const WriteAttempt& w) {
+  const std::string path = printable(w.path);
+  const std::string unprotect = protected_allow(w) + " drops it from the set";
+  // The copy-on-write workspace lets .git/config change in its layer, and
+  // `nsrun commit` applies the keys that run nothing.
+  const std::string cow = same_folded(w.protected_entry, ".git/config")
+                              ? ", or --workspace-mode cow lets it change for review by nsrun commit"
+                              : "";
+  if (w.refused != 0)
+    return fmt::format("protected path {}: {} refused with {}{} (kept read-only: git or an editor runs what it "
+                       "says; {}{})",
+                       path, w.syscall, w.refused == EROFS ? "EROFS (read-only file system)" : fmt::format("errno {}", w.refused),
+                       times(w.count), unprotect, cow);
+  return fmt::format("write to protected path {}{} (kept read-only; {}{})", path, times(w.count), unprotect, cow);
+}
+
 void write_refusals(Verdict& v) {
   for (const auto& w : v.writes_outside) {
     const std::string path = printable(w.path);
     if (w.where == WritePlace::protected_)
-      add_refusal(v, Refusal{"protected-path", w.path, "--unprotect", w.count,
-                             fmt::format("write to protected path {}{} (kept read-only; --unprotect drops it from "
-                                         "the set)",
-                                         path, times(w.count))});
+      add_refusal(v, Refusal{"protected-path", w.path, protected_allow(w), w.count, protected_words(w)});
     else
       add_refusal(v, Refusal{"read-only-root", w.path, "--writable", w.count,
                              fmt::format("write to {}{} outside the writable roots (read-only; --writable DIR "

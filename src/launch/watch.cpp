@@ -177,7 +177,7 @@ Verdict watch(const WatchSetup& s) {
   v.denials_observed = words.listener.valid();
   v.denials = log.denials();
   if (writes) {
-    v.writes_watched = true;
+    v.writes_watched = s.writes->watch_all;
     v.writes_observed = active().valid();
     v.writes_outside = writes->attempts();
     v.writes_outside_dropped = writes->dropped();

@@ -537,6 +537,54 @@ Result<void> put_file(int ud, int hd, const struct stat& dir, const std::string&
   return {};
 }
 
+// Up to max_config_bytes + 1 bytes of `name` in `dir`, opened through no
+// symlink; nullopt when it does not exist. Not a regular file: an error.
+Result<std::optional<std::string>> read_config_file(int dir, const std::string& name, const std::string& shown,
+                                                    struct stat* st_out) {
+  Fd fd(::openat(dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (!fd) {
+    if (errno == ENOENT) return std::optional<std::string>();
+    return fail(sys_error("open", shown, errno == ELOOP ? ELOOP : errno));
+  }
+  struct stat st{};
+  if (::fstat(fd.get(), &st) != 0) return fail(sys_error("stat", shown));
+  if (!S_ISREG(st.st_mode)) {
+    Error e = sys_error("open", shown, EINVAL);
+    e.detail = "not a regular file";
+    return fail(e);
+  }
+  if (st_out != nullptr) *st_out = st;
+  std::string text;
+  char buf[65536];
+  while (text.size() <= max_config_bytes) {
+    const ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return fail(sys_error("read", shown));
+    if (n == 0) break;
+    text.append(buf, static_cast<std::size_t>(n));
+  }
+  return std::optional<std::string>(std::move(text));
+}
+
+constexpr std::string_view git_config_path = ".git/config";
+
+// The host's .git/config replaced by `text`, through a temporary name in
+// its directory and one rename, with the host file's mode (or 0644).
+Result<void> write_config(int hd, const std::string& text, const struct stat* host) {
+  const std::string tmp = temp_name();
+  const mode_t mode = host != nullptr ? (host->st_mode & 0777) : 0644;
+  Fd fd(::openat(hd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
+  if (!fd) return fail(sys_error("create", std::string(git_config_path)));
+  auto undo = [&](Error e) {
+    ::unlinkat(hd, tmp.c_str(), 0);
+    return fail(std::move(e));
+  };
+  if (auto w = write_all(fd.get(), text, "write", git_config_path); !w) return undo(w.error());
+  if (::fsync(fd.get()) != 0) return undo(sys_error("sync", std::string(git_config_path)));
+  if (::renameat(hd, tmp.c_str(), hd, "config") != 0) return undo(sys_error("rename", std::string(git_config_path)));
+  return {};
+}
+
 bool selected(const Change& c, const std::vector<std::string>& paths) {
   if (paths.empty()) return true;
   for (const auto& p : paths) {
@@ -676,6 +724,66 @@ Result<std::string> patch(int upper, int lower, const std::vector<Change>& chang
   return out;
 }
 
+Result<std::optional<ConfigReview>> review_layer_git_config(int upper, int lower) {
+  std::string name;
+  auto ud = open_parent(upper, git_config_path, name);
+  if (!ud) {
+    if (ud.error().err == ENOENT) return std::optional<ConfigReview>();
+    return fail(ud.error());
+  }
+  ConfigReview refused;
+  auto layer = read_config_file(ud->get(), name, "the layer's .git/config", nullptr);
+  if (!layer) {
+    refused.error = layer.error().message();
+    return std::optional<ConfigReview>(std::move(refused));
+  }
+  if (!*layer) return std::optional<ConfigReview>();
+  std::optional<std::string> host;
+  if (auto hd = open_parent(lower, git_config_path, name)) {
+    auto h = read_config_file(hd->get(), name, "the host's .git/config", nullptr);
+    if (!h) {
+      refused.error = h.error().message();
+      return std::optional<ConfigReview>(std::move(refused));
+    }
+    host = std::move(*h);
+  } else if (hd.error().err != ENOENT) {
+    return fail(hd.error());
+  }
+  return std::optional<ConfigReview>(review_git_config(host, **layer));
+}
+
+namespace {
+
+// The review, and the host's file rewritten with the keys that run
+// nothing when there is one such change: never the command's bytes, the
+// canonical writing of what was judged (policy/gitconfig.hpp).
+Result<GitConfigOutcome> commit_git_config(int upper, int lower) {
+  GitConfigOutcome out;
+  auto review = review_layer_git_config(upper, lower);
+  if (!review) return fail(review.error());
+  if (!*review) return out;
+  out.review = std::move(**review);
+  if (!out.review.error.empty()) return out;
+  const bool any_applied = std::any_of(out.review.changes.begin(), out.review.changes.end(),
+                                       [](const ConfigKeyChange& c) { return c.refused.empty(); });
+  if (!any_applied) return out;
+  std::string name;
+  auto hd = open_parent(lower, git_config_path, name);
+  if (!hd) return fail(hd.error());
+  struct stat host{};
+  const bool there = ::fstatat(hd->get(), name.c_str(), &host, AT_SYMLINK_NOFOLLOW) == 0;
+  if (auto r = write_config(hd->get(), serialize(out.review.result), there ? &host : nullptr); !r) return fail(r.error());
+  out.written = true;
+  if (!out.review.any_refused()) {
+    auto ud = open_parent(upper, git_config_path, name);
+    if (ud && ::unlinkat(ud->get(), name.c_str(), 0) != 0 && errno != ENOENT)
+      return fail(sys_error("remove", std::string(git_config_path)));
+  }
+  return out;
+}
+
+}  // namespace
+
 Result<CommitOutcome> commit(int upper, int lower, const CommitOptions& o) {
   std::vector<Change> changes;
   std::vector<Seen> seen;
@@ -694,6 +802,26 @@ Result<CommitOutcome> commit(int upper, int lower, const CommitOptions& o) {
   for (std::size_t i = 0; i < changes.size(); ++i) {
     const Change& c = changes[i];
     if (!selected(c, o.paths)) continue;
+    if (o.review_git_config && !c.dir && c.path == git_config_path && c.kind != Change::Kind::deleted) {
+      // A host file changed since the run started is a conflict, as any.
+      if (!o.force && seen[i].below && changed_since(seen[i].lower, o.start)) {
+        out.conflicts.push_back(c);
+        continue;
+      }
+      auto reviewed = commit_git_config(upper, lower);
+      if (!reviewed) {
+        out.failed.emplace_back(c, reviewed.error());
+        continue;
+      }
+      const bool whole = reviewed->written && !reviewed->review.any_refused();
+      out.git_config = std::move(*reviewed);
+      // Every key applied: the file leaves the layer. Otherwise it stays
+      // (`changes` then shows the refused keys only) and is reported
+      // protected, with its keys named.
+      if (whole) out.applied.push_back(c);
+      else out.refused.push_back(c);
+      continue;
+    }
     if (o.is_protected && o.is_protected(c.path)) {
       out.refused.push_back(c);
       continue;

@@ -10,10 +10,12 @@
 
 #include <ctime>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "policy/gitconfig.hpp"
 #include "sys/error.hpp"
 
 namespace nsrun::layers {
@@ -55,6 +57,16 @@ struct CommitOptions {
   // Never while a sandbox runs on it, which could write on through a file
   // it holds open after the commit.
   bool move = false;
+  // The top-level .git/config, protected as a file, is reviewed key by key
+  // instead (review_git_config()): the keys that run nothing are written
+  // to the host's file, the others refused and named.
+  bool review_git_config = false;
+};
+
+// The review of the layer's .git/config against the host's.
+struct GitConfigOutcome {
+  ConfigReview review;   // review.error: the layer's file refused whole
+  bool written = false;  // the host's file was rewritten with the keys applied
 };
 
 struct CommitOutcome {
@@ -62,7 +74,14 @@ struct CommitOutcome {
   std::vector<Change> conflicts;   // the host changed it since the run started
   std::vector<Change> refused;     // protected
   std::vector<std::pair<Change, Error>> failed;
+  std::optional<GitConfigOutcome> git_config;  // a .git/config change was reviewed
 };
+
+// The layer's top-level .git/config (`upper`) reviewed against the host's
+// (`lower`), both opened through no symlink; nullopt when the layer has
+// none. A layer file that is not a regular file (a symlink, a fifo) or is
+// larger than max_config_bytes is refused whole (review.error).
+Result<std::optional<ConfigReview>> review_layer_git_config(int upper, int lower);
 
 // Applies the changes in `upper` to the workspace `lower` (a directory fd),
 // each file through a temporary name and a rename, and drops each applied

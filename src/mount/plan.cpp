@@ -393,7 +393,7 @@ void protect_paths(std::vector<MountStep>& out, const Policy& p) {
   const std::vector<std::string> set = protected_paths(p);
   if (set.empty()) return;
   for (const auto& root : writable_roots(p)) {
-    for (auto& rel : protected_in_root(root, set)) {
+    for (auto& rel : held_in_root(p, root, set)) {
       MountStep s = step(Op::protect, join(root, rel));
       s.source = root;
       s.data = std::move(rel);

@@ -162,6 +162,13 @@ std::vector<std::string> protected_in_root(const std::string& root, std::span<co
   return out;
 }
 
+std::vector<std::string> held_in_root(const Policy& p, const std::string& root, std::span<const std::string> set) {
+  std::vector<std::string> out = protected_in_root(root, set);
+  if (p.workspace_mode == WorkspaceMode::cow && without_slash(root) == without_slash(p.workspace))
+    std::erase_if(out, [](const std::string& rel) { return rel == ".git/config"; });
+  return out;
+}
+
 std::string_view name(ProtectState s) {
   switch (s) {
     case ProtectState::read_only: return "read-only";
@@ -297,7 +304,7 @@ std::vector<ProtectedPathState> scan_protected(const Policy& p) {
   for (const auto& root : writable_roots(p)) {
     Fd top(sys::openat2(AT_FDCWD, root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC, 0, RESOLVE_NO_SYMLINKS));
     ProtectWalker walker;
-    for (const auto& rel : protected_in_root(root, set)) {
+    for (const auto& rel : held_in_root(p, root, set)) {
       ProtectedPathState st{root, rel, {ProtectState::unreachable, {}}};
       if (top)
         if (auto w = walker.walk(top.get(), rel, nullptr)) st.decision = w->decision;

@@ -73,6 +73,12 @@ ProtectMatch match_protected(std::string_view rel, std::span<const std::string> 
 // entry of `set`, and the absolute ones that lie strictly inside `root`.
 std::vector<std::string> protected_in_root(const std::string& root, std::span<const std::string> set);
 
+// What the sandbox holds read-only in one writable root: protected_in_root()
+// but, in the copy-on-write workspace, .git/config: its changes stay in
+// the run's layer and `nsrun commit` reviews them key by key
+// (policy/gitconfig.hpp), so git config and git remote add work inside.
+std::vector<std::string> held_in_root(const Policy& policy, const std::string& root, std::span<const std::string> set);
+
 // --protect, --unprotect, --allow-read and hidden_paths: relative paths
 // without "..", absolute ones without ".."; an absolute --protect must lie
 // strictly inside a writable root (workspace-write mode). Called by validate().

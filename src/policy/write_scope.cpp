@@ -85,4 +85,18 @@ WritePlace classify(const WriteScope& s, std::string_view path) {
   return WritePlace::writable;
 }
 
+std::string protected_entry(const WriteScope& s, std::string_view path) {
+  if (classify(s, path) != WritePlace::protected_) return {};
+  for (const auto& root : s.roots) {
+    if (!at_or_below(path, root)) continue;
+    std::string_view rel = path.substr(root == "/" ? 1 : root.size());
+    if (!rel.empty() && rel.front() == '/') rel.remove_prefix(1);
+    for (const auto& entry : protected_in_root(root, s.protected_set)) {
+      const std::string one[] = {entry};
+      if (match_protected(rel, one) == ProtectMatch::protected_) return entry;
+    }
+  }
+  return {};
+}
+
 }  // namespace nsrun

@@ -34,11 +34,23 @@ struct WriteScope {
   std::vector<std::string> roots;           // writable roots, for the protected check
   std::vector<std::string> protected_set;   // protected_paths(policy)
   std::string tmpdir;                       // Landlock: the private TMPDIR, once known
+  // --watch-writes: every attempt outside is recorded. false: the protect
+  // guard alone (seccomp/writes.hpp), which records only what it refused.
+  bool watch_all = true;
+  // The guard: the absolute paths that are mount points in the sandbox
+  // because a protected path was held there at launch (the path bound
+  // read-only, a sealed directory; held_mounts()).
+  std::vector<std::string> held;
 };
 
 WriteScope write_scope(const Policy& policy, bool landlock_rung);
 
 // `path`: absolute and lexically normal, as the command sees it.
 WritePlace classify(const WriteScope& scope, std::string_view path);
+
+// For a `path` classify() calls protected: the entry of the protected set
+// it is or lies below, as --unprotect names it (".git/config"); "" for
+// any other path.
+std::string protected_entry(const WriteScope& scope, std::string_view path);
 
 }  // namespace nsrun

@@ -31,6 +31,10 @@ Result<BpfProgram> compile_notify_watch_filter(const Policy& policy, FilterRung 
   return precompiled_notify_watch_filter(filter_key(policy, rung));
 }
 
+Result<BpfProgram> compile_notify_guard_filter(const Policy& policy, FilterRung rung) {
+  return precompiled_notify_guard_filter(filter_key(policy, rung));
+}
+
 std::string describe_filter(const FilterSpec& spec, const BpfProgram& program) {
   if (!spec.enabled) return "none (no filter is loaded)";
   std::set<std::string_view> calls;

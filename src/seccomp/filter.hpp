@@ -28,6 +28,8 @@ Result<BpfProgram> compile_notify_filter(const Policy& policy, FilterRung rung =
 Result<BpfProgram> compile_watch_writes_filter();
 // The notifying variant with the watch's rules; empty when there is none.
 Result<BpfProgram> compile_notify_watch_filter(const Policy& policy, FilterRung rung = FilterRung::namespaces);
+// The notifying variant with the protect guard's rules (seccomp/writes.hpp).
+Result<BpfProgram> compile_notify_guard_filter(const Policy& policy, FilterRung rung = FilterRung::namespaces);
 
 // The filter behind bwrap's --disable-userns (see no_userns_spec()).
 Result<BpfProgram> compile_no_userns_filter();

@@ -54,6 +54,7 @@ extern const unsigned program_count;
 extern const uint8_t filters[];
 extern const uint8_t notify_filters[];
 extern const uint8_t notify_watch_filters[];
+extern const uint8_t notify_guard_filters[];
 extern const uint8_t no_userns;
 extern const uint8_t watch_writes;
 

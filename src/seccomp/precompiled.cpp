@@ -53,6 +53,9 @@ Result<BpfProgram> precompiled_notify_filter(const FilterKey& key) { return unpa
 Result<BpfProgram> precompiled_notify_watch_filter(const FilterKey& key) {
   return unpack(packed::notify_watch_filters[key.index()]);
 }
+Result<BpfProgram> precompiled_notify_guard_filter(const FilterKey& key) {
+  return unpack(packed::notify_guard_filters[key.index()]);
+}
 Result<BpfProgram> precompiled_no_userns_filter() { return unpack(packed::no_userns); }
 Result<BpfProgram> precompiled_watch_writes_filter() { return unpack(packed::watch_writes); }
 

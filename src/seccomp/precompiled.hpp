@@ -18,6 +18,8 @@ Result<BpfProgram> precompiled_no_userns_filter();
 Result<BpfProgram> precompiled_watch_writes_filter();
 // precompiled_notify_filter(key) with the watch's rules (notify_watch_spec()).
 Result<BpfProgram> precompiled_notify_watch_filter(const FilterKey& key);
+// precompiled_notify_filter(key) with the protect guard's rules (notify_guard_spec()).
+Result<BpfProgram> precompiled_notify_guard_filter(const FilterKey& key);
 // The notifying variant of precompiled_filter(key) (notify_spec()); empty
 // when there is none (log mode, no filter).
 Result<BpfProgram> precompiled_notify_filter(const FilterKey& key);

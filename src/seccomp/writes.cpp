@@ -72,10 +72,12 @@ FilterSpec watch_writes_spec() {
   return spec;
 }
 
-FilterSpec notify_watch_spec(const FilterSpec& notify) {
+namespace {
+
+FilterSpec notify_with(const FilterSpec& notify, const FilterSpec& added) {
   FilterSpec out = notify;
   if (!notify.enabled) return out;
-  for (const Rule& w : watch_writes_spec().rules) {
+  for (const Rule& w : added.rules) {
     // A call the variant already sends whatever its arguments (the Landlock
     // rung's chmod) needs no second rule.
     const bool covered = std::any_of(notify.rules.begin(), notify.rules.end(),
@@ -84,6 +86,22 @@ FilterSpec notify_watch_spec(const FilterSpec& notify) {
   }
   return out;
 }
+
+}  // namespace
+
+FilterSpec notify_watch_spec(const FilterSpec& notify) { return notify_with(notify, watch_writes_spec()); }
+
+FilterSpec protect_guard_spec() {
+  FilterSpec spec;
+  spec.enabled = true;
+  spec.foreign_abi_allowed = true;
+  constexpr std::string_view why = "rename of or onto a protected path answered EROFS, not the mount's EBUSY";
+  for (std::string_view n : {"rename", "renameat", "renameat2"}) spec.rules.push_back(Rule{n, 0, std::nullopt, why, true, true});
+  return spec;
+}
+
+FilterSpec notify_guard_spec(const FilterSpec& notify) { return notify_with(notify, protect_guard_spec()); }
+
 
 bool watch_continues(const FilterSpec& deny, std::string_view syscall, const std::array<uint64_t, 6>& args) {
   if (write_call_shape(syscall) == nullptr) return false;

@@ -58,6 +58,28 @@ FilterSpec watch_writes_spec();
 // Disabled when `notify` is.
 FilterSpec notify_watch_spec(const FilterSpec& notify);
 
+// The protect guard: without --watch-writes, on the namespace rung, when
+// a writable root has protected paths. A protected path that exists is a
+// read-only bind on itself, and the kernel answers a rename onto (or of)
+// a mount point EBUSY before it looks at the mount's flags: git's atomic
+// update (`config.lock` renamed over `config`) then reads "Device or
+// resource busy", a riddle. The guard sends rename, renameat and
+// renameat2 to nsrun, which answers EROFS when a path the call names is
+// protected and CONTINUE otherwise. It decides nothing the mounts do not:
+// a path rewritten by another thread after nsrun read it only turns
+// EROFS into the kernel's EBUSY, or an allowed rename into EROFS (the
+// command's own loss). Only renames: unlink and rmdir of a protected
+// path still read EBUSY (rare in practice, and each notified call is a
+// round trip).
+FilterSpec protect_guard_spec();
+// The notifying variant `notify` with the guard's rules added.
+FilterSpec notify_guard_spec(const FilterSpec& notify);
+
+// The errno nsrun answers for one guarded call whose paths (absolute, as
+// the command sees them) are `paths`: EROFS when one is protected in
+// `scope` (namespace rung), 0 (continue) otherwise. Pure.
+int guard_errno(const WriteScope& scope, std::string_view syscall, const std::vector<std::string>& paths);
+
 // Whether nsrun may answer one notification with CONTINUE: only a watched
 // call that `deny` (the notifying variant's rules, as compiled) does not
 // refuse, decided from the registers the filter saw, never from memory.
@@ -72,13 +94,16 @@ struct WriteAttempt {
   WritePlace where = WritePlace::outside;
   uint64_t count = 0;
   pid_t first_pid = 0;  // as nsrun sees it
+  std::string protected_entry;  // protected: the entry of the set it lies in (for --unprotect)
+  int refused = 0;              // the errno nsrun answered instead of letting it run (the guard)
 };
 
 class WriteLog {
  public:
   explicit WriteLog(WriteScope scope) : scope_(std::move(scope)) {}
   // For one received notification that watch_continues(): reads its paths,
-  // answers CONTINUE, then records what lies outside the scope.
+  // answers CONTINUE (or the guard's EROFS, guard_errno()), then records
+  // what lies outside the scope.
   void answer(int listener, const seccomp_notif& notif);
   // The Landlock rung's private TMPDIR, learnt when the listener arrives.
   void set_private_tmpdir(std::string dir) { scope_.tmpdir = std::move(dir); }
@@ -86,7 +111,7 @@ class WriteLog {
   uint64_t dropped() const { return dropped_; }
 
  private:
-  void record(std::string path, std::string_view syscall, pid_t pid);
+  void record(std::string path, std::string_view syscall, pid_t pid, int refused);
 
   WriteScope scope_;
   std::vector<WriteAttempt> attempts_;

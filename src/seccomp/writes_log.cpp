@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cstring>
 #include <memory>
 
@@ -77,6 +78,21 @@ std::string dir_of(pid_t pid, uint64_t dirfd_arg, int dirfd_index) {
 
 }  // namespace
 
+int guard_errno(const WriteScope& scope, std::string_view syscall, const std::vector<std::string>& paths) {
+  if (scope.landlock || (syscall != "rename" && syscall != "renameat" && syscall != "renameat2")) return 0;
+  auto below = [](std::string_view path, std::string_view dir) {
+    return path.size() > dir.size() && path.starts_with(dir) && (dir == "/" || path[dir.size()] == '/');
+  };
+  for (const auto& p : paths) {
+    if (p.empty() || p.front() != '/' || classify(scope, p) != WritePlace::protected_) continue;
+    // The held path itself, or a directory on the way to it (the executor
+    // binds each on itself): a mount point, EBUSY from the kernel.
+    for (const auto& h : scope.held)
+      if (p == h || below(h, p)) return EROFS;
+  }
+  return 0;
+}
+
 void WriteLog::answer(int listener, const seccomp_notif& n) {
   const seccomp_notif* notif = &n;
   const pid_t pid = static_cast<pid_t>(notif->pid);
@@ -116,39 +132,47 @@ void WriteLog::answer(int listener, const seccomp_notif& n) {
       if (!base.empty()) paths.push_back(resolve_path(base, named));
     }
   }
+  for (auto& p : paths)
+    if (!p.empty() && p.front() == '/') p = resolve_path("/", p);
   // The pid may have been reused while we read: only a still-waiting
   // call's pid names the process we read.
   const bool valid = ::ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &notif->id) == 0;
+  const int refused = valid ? guard_errno(scope_, syscall, paths) : 0;
 
   auto resp_buf = std::make_unique<unsigned char[]>(notify_sizes().resp);
   std::memset(resp_buf.get(), 0, notify_sizes().resp);
   auto* resp = reinterpret_cast<seccomp_notif_resp*>(resp_buf.get());
   resp->id = notif->id;
-  resp->error = 0;
+  resp->error = -refused;
   resp->val = 0;
-  resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+  resp->flags = refused != 0 ? 0 : SECCOMP_USER_NOTIF_FLAG_CONTINUE;
   // ENOENT: the caller is gone; nothing to answer.
   (void)::ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, resp);
 
   if (!valid) return;
   for (auto& p : paths)
-    if (!p.empty() && p.front() == '/') record(resolve_path("/", p), syscall, pid);
+    if (!p.empty() && p.front() == '/') record(std::move(p), syscall, pid, refused);
 }
 
-void WriteLog::record(std::string path, std::string_view syscall, pid_t pid) {
+void WriteLog::record(std::string path, std::string_view syscall, pid_t pid, int refused) {
   const WritePlace where = classify(scope_, path);
   if (where == WritePlace::writable || where == WritePlace::kernel) return;
+  // The guard alone records what it refused, and only the protected path
+  // of the two a rename names.
+  if (!scope_.watch_all && (refused == 0 || where != WritePlace::protected_)) return;
   auto it = std::find_if(attempts_.begin(), attempts_.end(),
                          [&](const WriteAttempt& a) { return a.path == path && a.syscall == syscall; });
   if (it != attempts_.end()) {
     ++it->count;
+    if (refused != 0) it->refused = refused;
     return;
   }
   if (attempts_.size() >= max_attempts) {
     ++dropped_;
     return;
   }
-  attempts_.push_back(WriteAttempt{std::move(path), std::string(syscall), where, 1, pid});
+  std::string entry = where == WritePlace::protected_ ? protected_entry(scope_, path) : std::string();
+  attempts_.push_back(WriteAttempt{std::move(path), std::string(syscall), where, 1, pid, std::move(entry), refused});
 }
 
 }  // namespace nsrun

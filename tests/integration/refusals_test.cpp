@@ -106,7 +106,7 @@ TEST_CASE("a write to a protected path is named as protected, not as outside the
     CHECK_THAT(r.run.err, !ContainsSubstring("outside the workspace"));
     auto found = refusals_of(r.report, "protected-path");
     REQUIRE(found.size() == 1);
-    CHECK(str(found[0]->find("allow")) == "--unprotect");
+    CHECK(str(found[0]->find("allow")) == "--unprotect .git/config");
   }
   SECTION("without it: the verdict says what it could not see") {
     auto r = run_reported(ws, {"--verdict", "--", "sh", "-c", "echo x >> .git/config"});

@@ -84,8 +84,8 @@ TEST_CASE("egress denials name the host and the list it is missing from", "[refu
 TEST_CASE("a protected path is not called outside the workspace", "[refusals][watch-writes]") {
   Verdict v = failed(255);
   v.writes_watched = v.writes_observed = true;
-  v.writes_outside = {{"/ws/.git/config.lock", "openat", WritePlace::protected_, 1, 10},
-                      {"/etc/hosts", "openat", WritePlace::outside, 2, 10}};
+  v.writes_outside = {{"/ws/.git/config.lock", "openat", WritePlace::protected_, 1, 10, {}, 0},
+                      {"/etc/hosts", "openat", WritePlace::outside, 2, 10, {}, 0}};
   collect_refusals(v, facts());
   REQUIRE(v.refusals.size() == 2);
   CHECK(v.refusals[0].kind == "protected-path");
@@ -130,7 +130,7 @@ TEST_CASE("the verdict names the first three kinds, the report has them all", "[
   Verdict v = failed();
   v.denials_observed = true;
   v.pids_refused = 1;
-  v.writes_outside = {{"/a", "mkdir", WritePlace::protected_, 1, 1}, {"/b", "mkdir", WritePlace::outside, 1, 1}};
+  v.writes_outside = {{"/a", "mkdir", WritePlace::protected_, 1, 1, {}, 0}, {"/b", "mkdir", WritePlace::outside, 1, 1, {}, 0}};
   v.denials.push_back(Denial{"keyctl", 250, 1, 1, ""});
   collect_refusals(v, facts());
   CHECK(v.refusals.size() == 4);

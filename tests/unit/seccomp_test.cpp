@@ -284,6 +284,9 @@ TEST_CASE("the programs compiled at build time are what the table compiles to no
     auto fresh_watch = compile_spec(notify_watch_spec(notify));
     REQUIRE(fresh_watch);
     CHECK(same_program(precompiled_notify_watch_filter(key), *fresh_watch));
+    auto fresh_guard = compile_spec(notify_guard_spec(notify));
+    REQUIRE(fresh_guard);
+    CHECK(same_program(precompiled_notify_guard_filter(key), *fresh_guard));
   }
   auto fresh = compile_spec(no_userns_spec());
   REQUIRE(fresh);
