@@ -43,18 +43,6 @@ RunResult contained(const TempDir& ws, const std::string& report, const std::str
   return run({container_like(), nsrun_path(), "--report", report, "--", "sh", "-c", script}, at(ws));
 }
 
-std::vector<std::string> names_in(const std::string& dir) {
-  std::vector<std::string> out;
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return out;
-  while (dirent* e = ::readdir(d)) {
-    const std::string n = e->d_name;
-    if (n != "." && n != "..") out.push_back(n);
-  }
-  ::closedir(d);
-  return out;
-}
-
 // A repository with one commit, made on the host.
 struct Repo {
   TempDir ws{"llprotect"};
