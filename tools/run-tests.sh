@@ -156,6 +156,7 @@ done
 copy build/nsrun
 copy build/tools/nsrun-probe
 copy build/tools/nsrun-killer
+copy build/tests/nsrun-container-like
 # The bench's floor and floor-sandbox rows look for nsrun-floor-<libc> and
 # nsrun-floor-sandbox-<libc> beside nsrun.
 for f in build/tools/nsrun-floor-glibc build/tools/nsrun-floor-musl \

@@ -23,7 +23,7 @@ namespace nsrun {
 namespace {
 
 constexpr std::string_view own_rows[] = {"bare",          "floor",    "floor-sandbox", "read-only", "workspace-write",
-                                         "network-none",  "network-proxy", "landlock", "limits", "cow", "home-cow"};
+                                         "network-none",  "network-proxy", "landlock", "landlock-git", "limits", "cow", "home-cow"};
 
 // The C libraries tools/meson.build may build a floor for
 // (tools/nsrun-floor-exec.c, one static binary each).
@@ -65,6 +65,10 @@ class Scratch {
       Fd parent(::open(tmp_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
       if (parent) (void)layers::remove_tree(parent.get(), cow_.substr(tmp_.size() + 1), cow_);
     }
+    if (!repo_.empty()) {
+      Fd parent(::open(tmp_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+      if (parent) (void)layers::remove_tree(parent.get(), repo_.substr(tmp_.size() + 1), repo_);
+    }
     for (std::size_t i = binds_; i-- > 0;) ::rmdir(bind_dir(i).c_str());
     if (binds_) ::rmdir((dir_ + "/binds").c_str());
     if (!dir_.empty()) ::rmdir(dir_.c_str());
@@ -90,12 +94,45 @@ class Scratch {
     cow_ = templ;
     return cow_;
   }
+  // The landlock-git row's workspace: the .git a fresh `git init` (git
+  // 2.39) makes, in shape and size: config, HEAD, info/exclude and the
+  // thirteen sample hooks (about 24 KiB). Made here, without git, so the
+  // row does not depend on it.
+  Result<std::string> repo_dir() {
+    if (!repo_.empty()) return repo_;
+    std::string templ = fmt::format("{}/nsrun-bench-repo.XXXXXX", tmp_);
+    if (::mkdtemp(templ.data()) == nullptr) return fail(sys_error("mkdtemp", templ));
+    repo_ = templ;
+    static constexpr std::pair<std::string_view, std::size_t> hooks[] = {
+        {"applypatch-msg", 478}, {"commit-msg", 896},        {"fsmonitor-watchman", 4726}, {"post-update", 189},
+        {"pre-applypatch", 424}, {"pre-commit", 1643},       {"pre-merge-commit", 416},    {"pre-push", 1374},
+        {"pre-rebase", 4898},    {"pre-receive", 544},       {"prepare-commit-msg", 1492}, {"push-to-checkout", 2783},
+        {"update", 3650}};
+    for (const char* d : {"/.git", "/.git/hooks", "/.git/info", "/.git/objects", "/.git/refs"})
+      if (::mkdir((repo_ + d).c_str(), 0755) != 0) return fail(sys_error("mkdir", repo_ + d));
+    auto put = [&](const std::string& rel, std::string text, mode_t mode) -> Result<void> {
+      Fd f(::open((repo_ + rel).c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
+      if (!f || ::write(f.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
+        return fail(sys_error("write", repo_ + rel));
+      return {};
+    };
+    if (auto r = put("/.git/HEAD", "ref: refs/heads/main\n", 0644); !r) return fail(r.error());
+    if (auto r = put("/.git/config", "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n"
+                                     "\tlogallrefupdates = true\n", 0644); !r)
+      return fail(r.error());
+    if (auto r = put("/.git/info/exclude", std::string(240, '#'), 0644); !r) return fail(r.error());
+    for (const auto& [name, size] : hooks)
+      if (auto r = put(fmt::format("/.git/hooks/{}.sample", name), std::string(size, '#'), 0755); !r)
+        return fail(r.error());
+    return repo_;
+  }
   std::string bind_dir(std::size_t i) const { return fmt::format("{}/binds/{}", dir_, i); }
 
  private:
   std::string dir_;
   std::string tmp_;
   std::string cow_;
+  std::string repo_;
   std::size_t binds_ = 0;
 };
 
@@ -322,7 +359,7 @@ Result<BenchArgs> parse_bench(std::span<const std::string> args) {
         const std::size_t comma = rest.find(',');
         std::string_view name = rest.substr(0, comma);
         if (std::find(std::begin(own_rows), std::end(own_rows), name) == std::end(own_rows))
-          return fail(usage_error(arg, fmt::format("unknown row '{}' (bare, floor, floor-sandbox, read-only, workspace-write, network-none, network-proxy, landlock, limits, cow, home-cow)", name)));
+          return fail(usage_error(arg, fmt::format("unknown row '{}' (bare, floor, floor-sandbox, read-only, workspace-write, network-none, network-proxy, landlock, landlock-git, limits, cow, home-cow)", name)));
         a.rows.emplace_back(name);
         rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
       }
@@ -353,7 +390,7 @@ std::string bench_usage() {
       "through the sandbox's floor (floor-sandbox: the kernel work of workspace-write's\n"
       "launch, and network-none's, with no policy logic, per C library),\n"
       "under nsrun (read-only, workspace-write, network-none, network-proxy,\n"
-      "landlock, limits, cow: each with --home ro; home-cow: the default\n"
+      "landlock, landlock-git, limits, cow: each with --home ro; home-cow: the default\n"
       "copy-on-write home) and under\n"
       "peers, interleaved launch by launch in one run.\n"
       "\n"
@@ -369,7 +406,7 @@ std::string bench_usage() {
       "                         peer, else bare, else the first row)\n"
       "  --rows LIST            nsrun's own rows to run, comma-separated, from\n"
       "                         bare,floor,floor-sandbox,read-only,workspace-write,network-none,\n"
-      "                         network-proxy,landlock,limits,cow,home-cow\n"
+      "                         network-proxy,landlock,landlock-git,limits,cow,home-cow\n"
       "  --binds N              add a workspace-write row with N extra read-only binds\n"
       "  --payload CMDLINE      the payload (default /bin/true, else nsrun --bench-noop)\n"
       "  --nsrun PATH           the nsrun binary to measure (default: this one)\n"
@@ -438,6 +475,17 @@ int bench_main(std::span<const std::string> args) {
   }
   if (wanted(a, "landlock"))
     rows.push_back(nsrun_row(a, ws, "nsrun landlock", "workspace-write", {"--backend", "landlock"}));
+  // The Landlock rung in a git repository: its protected paths' snapshot
+  // before the command and their verification after (what this row costs
+  // beyond the landlock row).
+  if (wanted(a, "landlock-git")) {
+    auto repo = scratch.repo_dir();
+    if (!repo) {
+      fmt::print(stderr, "nsrun: bench: {}\n", repo.error().message());
+      return 125;
+    }
+    rows.push_back(nsrun_row(a, *repo, "nsrun landlock-git", "workspace-write", {"--backend", "landlock"}));
+  }
   // A memory and a pids limit: the sandbox's cgroup made, PID 1 cloned
   // into it and the cgroup read and removed, where one is delegated.
   if (wanted(a, "limits"))

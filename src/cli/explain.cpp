@@ -11,6 +11,7 @@
 
 #include "landlock/ruleset.hpp"
 #include "launch/landlock_rung.hpp"
+#include "launch/protect_restore.hpp"
 #include "launch/launch.hpp"
 #include "ns/credentials.hpp"
 #include "policy/env.hpp"
@@ -168,6 +169,12 @@ Result<void> explain_landlock(const Policy& policy, std::string& out) {
     return fail(Error{"--backend landlock", 0, {}, fmt::format("the Landlock rung cannot run this policy: {} ({})", ready.reason, ready.detail)});
   out += "rung: landlock (no namespaces: the command runs on the host's file system under the ruleset below)\n";
   out += landlock::describe(ready.ruleset);
+  if (!ready.snapshot_paths.empty()) {
+    std::string paths;
+    for (const auto& [root, rel] : ready.snapshot_paths)
+      paths += (paths.empty() ? "" : " ") + (root == "/" ? "/" + rel : root + "/" + rel);
+    out += fmt::format("protected paths: {}: {}\n", snapshot_words, printable(paths));
+  }
   out += "capabilities: all dropped (bounding and ambient sets emptied); no_new_privs\n";
   out += fmt::format("seccomp: {}\n", describe_filter(filter_spec(ready.filter), ready.seccomp));
   out += fmt::format("network: {}\n", policy.network == Network::none

@@ -10,6 +10,7 @@
 
 #include "launch/home_fallback.hpp"
 #include "launch/landlock_rung.hpp"
+#include "launch/protect_restore.hpp"
 #include "policy/json.hpp"
 #include "sys/syscalls.hpp"
 
@@ -333,6 +334,8 @@ int probe_rungs(const Policy& given, bool json_out) {
     // the command exits, when nsrun dies).
     l.set("ends_sandbox", ll.abi == 0 ? Value() : Value(ll.signal_scope ? "signal-scope" : "one-by-one"));
     l.set("enforcement", ll.reason.empty() ? landlock::name(ll.ruleset.enforcement) : std::string_view());
+    // How the rung keeps the protected paths no Landlock rule can.
+    l.set("protected", ll.reason.empty() && !ll.snapshot_paths.empty() ? Value("snapshot-restore") : Value());
     Value dropped = Value::array();
     for (const auto& d : ll.ruleset.dropped) dropped.push_back(d);
     l.set("dropped", std::move(dropped));
@@ -358,6 +361,8 @@ int probe_rungs(const Policy& given, bool json_out) {
                  dropped.empty() ? "" : "; not enforced: " + dropped,
                  refused.empty() ? "" : "; refused everywhere, writable roots too: " + refused);
     }
+    if (ll.reason.empty() && !ll.snapshot_paths.empty())
+      fmt::print("landlock: protected paths: {}\n", snapshot_words);
     if (ll.abi > 0)
       fmt::print("landlock: ends the sandbox {}\n",
                  ll.signal_scope

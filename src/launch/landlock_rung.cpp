@@ -24,6 +24,7 @@
 #include "landlock/kernel.hpp"
 #include "launch/cgroup_account.hpp"
 #include "launch/home_fallback.hpp"
+#include "launch/protect_restore.hpp"
 #include "net/connector.hpp"
 #include "policy/env.hpp"
 #include "ns/cgroup.hpp"
@@ -31,6 +32,7 @@
 #include "ns/outcome.hpp"
 #include "ns/credentials.hpp"
 #include "ns/reaper.hpp"
+#include "policy/gitdirs.hpp"
 #include "policy/protect.hpp"
 #include "seccomp/filter.hpp"
 #include "sys/fd.hpp"
@@ -406,19 +408,18 @@ std::map<std::string, std::vector<std::string>> hidden_listings(const std::vecto
 }
 
 // The protected paths the namespace rung keeps with mounts, which this
-// rung cannot: their presence makes it refuse (landlock-cannot-express).
+// rung cannot: it keeps them by snapshot and restore instead
+// (launch/protect_restore.hpp).
 // The launch's own scan, made just before for the same roots and set, is
 // the same walk: taken as it is (23 system calls fewer with the default
 // set, issue 16).
-std::vector<std::string> protected_present(const Policy& policy, const ProtectWatch* scanned) {
+std::vector<std::pair<std::string, std::string>> protected_present(const Policy& policy, const ProtectWatch* scanned) {
   std::vector<ProtectedPathState> fresh;
   const bool same = scanned != nullptr && scanned->roots == writable_roots(policy) && scanned->set == protected_paths(policy);
   if (!same) fresh = scan_protected(policy);
-  std::vector<std::string> out;
+  std::vector<std::pair<std::string, std::string>> out;
   for (const auto& st : same ? scanned->before : fresh)
-    if (st.decision.state == ProtectState::read_only || st.decision.state == ProtectState::covered ||
-        st.decision.state == ProtectState::sealed)
-      out.push_back(fmt::format("{}/{}", st.root, st.path));
+    if (kept_by_snapshot(st)) out.emplace_back(st.root, st.path);
   return out;
 }
 
@@ -478,7 +479,10 @@ Readiness assess(const Policy& policy, const ProtectWatch* scanned) {
       redirected->hidden_paths.push_back(base + "/");
   }
   const Policy& effective = redirected ? *redirected : policy;
-  Inputs inputs{terminals(), {}, {}, protected_present(effective, scanned)};
+  // No rule can keep them (make_ruleset() would refuse them): run()
+  // snapshots them before the command and restores them after.
+  r.snapshot_paths = protected_present(effective, scanned);
+  Inputs inputs{terminals(), {}, {}, {}};
   if (!effective.hidden_paths.empty()) inputs.listings = hidden_listings(effective.hidden_paths);
   auto ruleset = make_ruleset(effective, *abi, inputs);
   if (!ruleset) {
@@ -552,6 +556,16 @@ LaunchOutcome run(Prepared& p, Readiness ready) {
     return out;
   }
 
+  // Before the fork: the command must not start before its copy is taken.
+  auto snapshot = snapshot_protected(ready.snapshot_paths);
+  if (!snapshot) {
+    out.error = snapshot.error();
+    out.error->detail = fmt::format("{}{}the protected set cannot be restored after the run on the Landlock rung; "
+                                    "--unprotect the path or use the namespace rung",
+                                    out.error->detail, out.error->detail.empty() ? "" : "; ");
+    out.timeline = p.timeline;
+    return out;
+  }
   auto channel = make_channel();
   if (!channel) {
     out.error = channel.error();
@@ -665,6 +679,7 @@ LaunchOutcome run(Prepared& p, Readiness ready) {
       ::waitpid(child, nullptr, 0);
       end_leftovers();
       drop_cgroup();
+      out.verdict.protected_restored = restore_protected(*snapshot, quarantine_token());
       remove_reported_tmpdir(name_in.get());
       sigprocmask(SIG_SETMASK, &original_mask, nullptr);
       out.error = started.error();
@@ -683,6 +698,8 @@ LaunchOutcome run(Prepared& p, Readiness ready) {
   end_leftovers();
   if (cgroup) account_cgroup(cgroup->events(), "memory.peak", p.limits, out.verdict);
   drop_cgroup();
+  // Every process of the command is dead: nothing can race the restore.
+  if (!snapshot->roots.empty()) out.verdict.protected_restored = restore_protected(*snapshot, quarantine_token());
   remove_reported_tmpdir(name_in.get());
   sigprocmask(SIG_SETMASK, &original_mask, nullptr);
   return out;

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "landlock/ruleset.hpp"
@@ -39,6 +40,11 @@ struct Readiness {
   std::optional<Error> limits_error;  // ... or why one of them cannot be kept here
   std::string redirect; // a copy-on-write home's cache-redirect directory (src/layers/), or empty
   bool redirect_stated = false;  // --home cow was asked for: the fallback is said on stderr too
+  // The protected paths present in the writable roots (root, path), which
+  // no Landlock rule can keep read-only: run() snapshots them before the
+  // command starts and restores them once it is dead
+  // (launch/protect_restore.hpp).
+  std::vector<std::pair<std::string, std::string>> snapshot_paths;
 };
 
 // Reads the kernel's ABI, plans the ruleset for `policy` and compiles the

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "launch/protect_restore.hpp"
 #include "policy/gitdirs.hpp"
 
 namespace nsrun {
@@ -124,6 +125,42 @@ bool command_never_started(const std::optional<Error>& failure) {
 
 }  // namespace
 
+namespace {
+
+// The Landlock rung kept the protected paths by snapshot and restore
+// (launch/protect_restore.hpp): each thing it found changed is said, in
+// the report, the verdict and on stderr, with what was done.
+void report_restored(LaunchReport& report) {
+  for (const auto& r : report.verdict.protected_restored) {
+    const std::string path = printable(r.path);
+    std::string words;
+    if (r.action == "not-restored")
+      words = fmt::format("protected path {}: {} during the run, NOT restored ({}){}; look at it before running git "
+                          "or an editor there",
+                          path, r.change, printable(r.detail),
+                          r.renamed_to.empty() ? "" : fmt::format("; the run's version is {} beside it",
+                                                                  printable(r.renamed_to)));
+    else if (r.action == "quarantined")
+      words = fmt::format("protected path {}: {} during the run; renamed to {} beside it, out of the way", path,
+                          r.change, printable(r.renamed_to));
+    else if (r.action == "moved-back")
+      words = fmt::format("protected path {}: {} during the run; moved back ({}){}", path, r.change,
+                          printable(r.detail),
+                          r.renamed_to.empty() ? "" : fmt::format("; what stood in its place is {} beside it",
+                                                                  printable(r.renamed_to)));
+    else
+      words = fmt::format("protected path {}: {} during the run; restored from the snapshot taken before it{}", path,
+                          r.change,
+                          r.renamed_to.empty() ? "" : fmt::format(" (the run's version is {} beside it)",
+                                                                  printable(r.renamed_to)));
+    fmt::print(stderr, "nsrun: {}\n", words);
+    report.protected_paths.push_back({r.path, r.action, r.change, r.renamed_to});
+    add_refusal(report.verdict, Refusal{"protected-path", r.path, "--unprotect", 1, words});
+  }
+}
+
+}  // namespace
+
 void report_protected(const ProtectWatch& watch, const Policy& policy, LaunchReport& report,
                       const std::optional<Error>& failure) {
   report.hidden_credentials = policy.hidden_paths;
@@ -139,7 +176,10 @@ void report_protected(const ProtectWatch& watch, const Policy& policy, LaunchRep
   for (std::size_t i = 0; i < watch.before.size(); ++i) {
     const auto& st = watch.before[i];
     ProtectedReport pr{fmt::format("{}/{}", st.root, st.path), std::string(name(st.decision.state)), {}, {}};
-    if (st.decision.state == ProtectState::not_kept && i < after.size() && after[i].root == st.root &&
+    // No mount held it on this rung: a snapshot did, restored after the run.
+    const bool snapshot = report.rung == "landlock" && kept_by_snapshot(st);
+    if (snapshot) pr.kept = "snapshot";
+    if (!snapshot && st.decision.state == ProtectState::not_kept && i < after.size() && after[i].root == st.root &&
         after[i].path == st.path &&
         // The path itself now exists (or a symlink or file stands on its
         // way). `sealed` is only its parent made meanwhile: `git init` makes
@@ -153,6 +193,7 @@ void report_protected(const ProtectWatch& watch, const Policy& policy, LaunchRep
     }
     report.protected_paths.push_back(std::move(pr));
   }
+  report_restored(report);
   if (!watch.git_roots.empty() && !command_never_started(failure)) report_git(watch, report);
 }
 

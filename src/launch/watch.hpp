@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "launch/protect_restore.hpp"
 #include "policy/limits.hpp"
 #include "seccomp/notify.hpp"
 #include "seccomp/writes.hpp"
@@ -65,6 +66,9 @@ struct Verdict {
   uint64_t writes_outside_dropped = 0;  // attempts at distinct paths beyond the list's cap
   // Every refusal, in the order the verdict names them (add_refusal()).
   std::vector<Refusal> refusals;
+  // The Landlock rung: what the run changed in the protected set and how
+  // it was put back (launch/protect_restore.hpp).
+  std::vector<Restored> protected_restored;
   // Kinds of refusal the kernel answers the command directly, which this
   // run could not see, said rather than guessed: kind, and why unseen
   // (with the option that would show or allow them).

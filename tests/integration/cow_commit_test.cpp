@@ -26,19 +26,6 @@ namespace {
 // The run layers' directory the layer commands use with layer_env().
 std::string run_base(const TempDir& state) { return state / "nsrun/runs"; }
 
-std::vector<std::string> names_in(const std::string& dir) {
-  std::vector<std::string> out;
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return out;
-  while (dirent* e = ::readdir(d)) {
-    const std::string n = e->d_name;
-    if (n != "." && n != "..") out.push_back(n);
-  }
-  ::closedir(d);
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 bool have_git() { return ::access("/usr/bin/git", X_OK) == 0 || run({"sh", "-c", "command -v git"}).exit_code == 0; }
 
 }  // namespace

@@ -466,6 +466,19 @@ void make_dir(const std::string& path, mode_t mode) {
   chmod(path.c_str(), mode);
 }
 
+std::vector<std::string> names_in(const std::string& dir) {
+  std::vector<std::string> out;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return out;
+  while (dirent* e = ::readdir(d)) {
+    const std::string n = e->d_name;
+    if (n != "." && n != "..") out.push_back(n);
+  }
+  ::closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 // ---------------------------------------------------------------- kernel state
 
 void unavailable(std::string_view feature, std::string_view reason) {

@@ -143,6 +143,8 @@ std::string read_file(const std::string& path);  // FAILs when unreadable
 void write_file(const std::string& path, std::string_view text, mode_t mode = 0644);
 bool file_exists(const std::string& path);       // lstat: does not follow
 void make_dir(const std::string& path, mode_t mode = 0755);
+// The names in a directory, sorted, without "." and ".."; none when it cannot be opened.
+std::vector<std::string> names_in(const std::string& dir);
 
 // ---------------------------------------------------------------- kernel state
 
