@@ -6,6 +6,8 @@
 #   tools/install-deps.sh          build dependencies
 #   tools/install-deps.sh --test   build dependencies + test-only extras
 #   tools/install-deps.sh --fuzz   + clang and libFuzzer (tools/fuzz.sh)
+#   tools/install-deps.sh --package  + what building and checking the Debian
+#                                      package takes (tools/package-test.sh)
 set -euo pipefail
 
 # musl-tools: musl-gcc builds the bench's musl floor row (tools/nsrun-floor-exec.c).
@@ -32,21 +34,27 @@ readonly TEST_PKGS=(bubblewrap busybox-static util-linux iproute2 passwd qemu-sy
 # default clang (14) lacks the C++20 concepts level that libstdc++ 12's
 # std::expected asks for (__cpp_concepts >= 202002L; clang 16 still lacks it).
 readonly FUZZ_PKGS=(clang-19 libclang-rt-19-dev)
+# The Debian package (tools/package-test.sh, docs/packaging.md):
+# dpkg-buildpackage and debhelper build it, lintian checks it, man-db and
+# file look at what it installs, zsh parses its completion.
+readonly PACKAGE_PKGS=(dpkg-dev debhelper lintian man-db file zsh)
 readonly BACKPORTS_LIST=/etc/apt/sources.list.d/nsrun-backports.list
 
 say() { printf 'install-deps: %s\n' "$*"; }
 die() { printf 'install-deps: ERROR: %s\n' "$*" >&2; exit 1; }
 
 usage() {
-    printf 'usage: %s [--test] [--fuzz]\n' "${0##*/}"
+    printf 'usage: %s [--test] [--fuzz] [--package]\n' "${0##*/}"
 }
 
 want_test=0
 want_fuzz=0
+want_package=0
 while (($#)); do
     case "$1" in
         --test) want_test=1 ;;
         --fuzz) want_fuzz=1 ;;
+        --package) want_package=1 ;;
         -h|--help) usage; exit 0 ;;
         *) usage >&2; die "unknown argument: $1" ;;
     esac
@@ -81,6 +89,9 @@ if ((want_test)); then
 fi
 if ((want_fuzz)); then
     pkgs+=("${FUZZ_PKGS[@]}")
+fi
+if ((want_package)); then
+    pkgs+=("${PACKAGE_PKGS[@]}")
 fi
 
 missing=()

@@ -12,6 +12,7 @@
 #include "launch/landlock_rung.hpp"
 #include "launch/protect_restore.hpp"
 #include "policy/json.hpp"
+#include "probe/apparmor.hpp"
 #include "sys/syscalls.hpp"
 
 namespace nsrun {
@@ -42,6 +43,10 @@ NamespaceVerdict verdict_for(const Error& e, ProcMode proc, uint64_t clone_flags
   if (v.reason == clone_refused) v.reason = diagnose_clone(clone_flags, try_clone);
   v.detail = e.message();
   if (v.reason == reason::proc_masked) v.detail += fmt::format("; {}", proc_masked_hint());
+  const bool made_userns = (clone_flags & CLONE_NEWUSER) != 0;
+  if (userns_capabilities_refused(e, made_userns, v.reason))
+    if (auto hint = userns_restriction_hint(e, made_userns, v.reason, read_userns_restriction()); !hint.empty())
+      v.detail += fmt::format("; {}", hint);
   return v;
 }
 
