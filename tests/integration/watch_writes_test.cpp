@@ -1,4 +1,4 @@
-// --watch-writes (issue 15): write attempts outside the writable roots are
+// --watch-writes: write attempts outside the writable roots are
 // listed in the report and the verdict as observations, while the command
 // gets exactly the answers it got without the watch (EROFS from the
 // namespace rung's mounts, EACCES from Landlock). The paths nsrun reads are

@@ -1,4 +1,4 @@
-// `nsrun bench`'s floor-sandbox rows (issue 16, fourth pass) on a fake
+// `nsrun bench`'s floor-sandbox rows on a fake
 // clock and a fake launcher: which rows are paired with which floor, what
 // the table and the JSON say, and the --rows name. No process is spawned
 // and no speed is asserted.

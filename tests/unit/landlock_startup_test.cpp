@@ -1,4 +1,4 @@
-// Issue 16: the Landlock rung's plan for hidden credentials, cheaper per
+// The Landlock rung's plan for hidden credentials, cheaper per
 // launch. A listed directory (trailing '/') gets a rule opened with
 // O_DIRECTORY and no fstat; anything else keeps the fstat.
 #include <catch2/catch_test_macros.hpp>
