@@ -13,7 +13,7 @@
 #include "racer.hpp"
 
 #include <catch2/catch_test_macros.hpp>
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -9,7 +9,7 @@
 #include "rungs.hpp"
 
 #include <catch2/catch_test_macros.hpp>
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <sys/stat.h>
 #include <unistd.h>

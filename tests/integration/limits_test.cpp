@@ -11,7 +11,7 @@
 #include "reported.hpp"
 
 #include <catch2/catch_test_macros.hpp>
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <unistd.h>
 

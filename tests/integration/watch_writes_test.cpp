@@ -9,7 +9,7 @@
 #include "reported.hpp"
 
 #include <catch2/catch_test_macros.hpp>
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <map>
 #include <string>

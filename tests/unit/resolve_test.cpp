@@ -4,7 +4,7 @@
 
 #include <random>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include "net/resolve.hpp"
 #include "net/wire.hpp"
