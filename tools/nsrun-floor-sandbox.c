@@ -1,5 +1,5 @@
-/* nsrun-floor-sandbox: the floor of the sandbox itself (fourth
- * pass). The kernel work of nsrun's workspace-write launch and nothing else:
+/* nsrun-floor-sandbox: the floor of the sandbox itself. The kernel work
+ * of nsrun's workspace-write launch and nothing else:
  * no policy, no parsing beyond argv, no validation, no report, no error text
  * beyond one line. What it costs is what any launcher that keeps nsrun's
  * default promise pays in the kernel, plus one static process image and its

@@ -53,7 +53,7 @@ TEST_CASE("Landlock plan: listed directories are marked, the rest and the hidden
   CHECK_FALSE(rule("/home/u/.ssh/"));
   CHECK_FALSE(rule("/home/u/"));
   CHECK(std::none_of(r->rules.begin(), r->rules.end(), [](const PathRule& x) { return x.path.ends_with('/') && x.path != "/"; }));
-  // Third pass: a listed non-directory is marked a file (its rights masked
+  // A listed non-directory is marked a file (its rights masked
   // to the file rights, no fstat); a directory or an ancestor never is.
   CHECK(rule("/vmlinuz")->file);
   CHECK(rule("/home/u/.profile")->file);

@@ -231,7 +231,7 @@ TEST_CASE("Landlock: hidden credentials by reading everything beside them; prote
   CHECK(prot.error().item.starts_with("protected path /srv/ws/.git/config"));
 }
 
-// Attack review: a workspace on a case-insensitive file system reaches
+// A workspace on a case-insensitive file system reaches
 // .git/hooks through any spelling; commit must refuse them all.
 TEST_CASE("match_protected: any case spelling of a protected path", "[unit][protect][attack]") {
   const std::vector<std::string> set = {".git/hooks", ".envrc"};
