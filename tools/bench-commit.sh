@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # `nsrun commit` of N changed files (default 10,000: 100 directories of 100
-# files of 1 KiB) against `cp -a` of the same files (issue 14's target:
+# files of 1 KiB) against `cp -a` of the same files (the target:
 # commit at most 2x cp -a). Each round: a copy-on-write run rewrites every
 # file of a fresh workspace (not timed); then, each after a `sync` that is
 # waited for (so no timed operation pays for the writeback of what came
-# before it, the flaw of the first version of this script), `cp -a` copies
+# before it), `cp -a` copies
 # the run's upper directory into an empty directory (timed), `cp -a`
 # followed by `sync` does it again (timed: a durable copy, shown for
 # information), and `nsrun commit` applies the run to the workspace (timed;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Bulk transfer through nsrun's egress proxy (issue 13) against the same
+# Bulk transfer through nsrun's egress proxy against the same
 # transfer over plain loopback, in a network namespace of its own (nothing
 # leaves it): a 512 MiB file served by python's http.server on 198.18.0.1,
 # fetched with curl directly, through a CONNECT tunnel (--proxytunnel) and

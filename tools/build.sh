@@ -3,18 +3,21 @@
 #
 #   tools/build.sh            release build with tests   -> ./build
 #   tools/build.sh --static   static nsrun, no tests      -> ./build-static
+#   tools/build.sh --minimal  static nsrun without `nsrun bench`, only what
+#                             a launch needs (a microVM image) -> ./build-minimal
 #
 # Works from any directory: paths are relative to the repository root.
 set -euo pipefail
 
 die() { printf 'build: ERROR: %s\n' "$*" >&2; exit 1; }
 
-static=0
+static=0 minimal=0
 while (($#)); do
     case "$1" in
         --static) static=1 ;;
-        -h|--help) printf 'usage: %s [--static]\n' "${0##*/}"; exit 0 ;;
-        *) die "unknown argument: $1 (usage: ${0##*/} [--static])" ;;
+        --minimal) minimal=1 ;;
+        -h|--help) printf 'usage: %s [--static|--minimal]\n' "${0##*/}"; exit 0 ;;
+        *) die "unknown argument: $1 (usage: ${0##*/} [--static|--minimal])" ;;
     esac
     shift
 done
@@ -26,12 +29,15 @@ for tool in meson ninja; do
     command -v "$tool" >/dev/null 2>&1 || die "$tool not found; run tools/install-deps.sh as root first"
 done
 
-if ((static)); then
+if ((minimal)); then
+    dir=build-minimal
+    opts=(-Dstatic=true -Dtests=false -Dbench=false)
+elif ((static)); then
     dir=build-static
-    opts=(-Dstatic=true -Dtests=false)
+    opts=(-Dstatic=true -Dtests=false -Dbench=true)
 else
     dir=build
-    opts=(-Dstatic=false -Dtests=true)
+    opts=(-Dstatic=false -Dtests=true -Dbench=true)
 fi
 
 if [[ ! -f "$dir/build.ninja" ]]; then

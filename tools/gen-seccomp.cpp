@@ -209,7 +209,7 @@ int main(int argc, char** argv) {
   out += "}  // namespace nsrun::packed\n\nnamespace nsrun {\n\nnamespace {\n\n";
   // constexpr: made at compile time. As a plain const array of pairs g++
   // built it at every start of nsrun (a string_view constructor per name,
-  // 112 of them, before main; issue 16, fourth pass).
+  // 112 of them, before main).
   out += "constexpr std::pair<int, std::string_view> syscall_names[] = {\n";
   for (const auto& [nr, n] : names) out += fmt::format("    {{{}, \"{}\"}},\n", nr, n);
   out +=

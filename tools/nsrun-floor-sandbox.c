@@ -1,5 +1,5 @@
-/* nsrun-floor-sandbox: the floor of the sandbox itself (issue 16, fourth
- * pass). The kernel work of nsrun's workspace-write launch and nothing else:
+/* nsrun-floor-sandbox: the floor of the sandbox itself. The kernel work
+ * of nsrun's workspace-write launch and nothing else:
  * no policy, no parsing beyond argv, no validation, no report, no error text
  * beyond one line. What it costs is what any launcher that keeps nsrun's
  * default promise pays in the kernel, plus one static process image and its
@@ -395,7 +395,7 @@ int main(int argc, char **argv) {
   /* Setuid or setgid (someone's chmod u+s, an install it was never meant
    * for), it would map the owner's id into its namespace and bind any
    * directory the caller names writable as the workspace: refused, as
-   * nsrun refuses (attack review, fourth pass). */
+   * nsrun refuses. */
   if (getuid() != geteuid() || getgid() != getegid() || getauxval(AT_SECURE) != 0) {
     say("refusing to run", "setuid or setgid");
     return 125;

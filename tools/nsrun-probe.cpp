@@ -937,7 +937,7 @@ int cmd_creds(Args) {
   return kExitOk;
 }
 
-// ------------------------------------------- metadata and IPC (issue 10)
+// ------------------------------------------- metadata and IPC
 
 // meta OP PATH: one metadata change on PATH (tests/integration/
 // landlock_escape_test.cpp). Each one is visible in the host's stat or
@@ -1288,7 +1288,7 @@ constexpr Subcommand kSubcommands[] = {
     {"i386-getpid", "", 0, 0, cmd_i386_getpid},
     {"x32-getpid", "", 0, 0, cmd_x32_getpid},
     {"creds", "", 0, 0, cmd_creds},
-    // Issue 10: metadata and host IPC (tests/integration/landlock_escape_test.cpp).
+    // Metadata and host IPC (tests/integration/landlock_escape_test.cpp).
     {"meta", "chmod|fchmod|chown|utimensat|setxattr|removexattr|chattr|chattr-high PATH", 2, 2, cmd_meta},
     {"ipc", "shm|msg|sem ID | mq NAME", 2, 2, cmd_ipc},
     {"daemonise", "[TOKEN...]", 0, -1, cmd_daemonise},

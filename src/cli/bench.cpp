@@ -148,7 +148,7 @@ bench::Row nsrun_row(const BenchArgs& a, const std::string& ws, std::string name
   if (mode == "workspace-write" && std::find(extra.begin(), extra.end(), "landlock") == extra.end())
     r.promise = "workspace-write";
   // Every row but home-cow keeps the home read-only (the default before
-  // the copy-on-write home, issue 17): its figures stay comparable with
+  // the copy-on-write home): its figures stay comparable with
   // earlier runs and measure its own cost, not the home layer's.
   if (std::find(extra.begin(), extra.end(), "--home") == extra.end()) r.argv.insert(r.argv.end(), {"--home", "ro"});
   r.argv.insert(r.argv.end(), extra.begin(), extra.end());
@@ -212,7 +212,7 @@ std::optional<std::string> find_floor(const BenchArgs& a, const std::string& sel
       // Never run setuid or setgid (someone's chmod u+s beside an --nsrun
       // the caller names): the floors are the caller's own programs, and
       // the sandbox's floor binds the directory it is given writable
-      // (attack review, fourth pass).
+      // with the caller's id mapped in.
       struct stat st{};
       if (::stat(c.c_str(), &st) == 0 && (st.st_mode & (S_ISUID | S_ISGID)) != 0) continue;
       if (::access(c.c_str(), X_OK) == 0) return c;
@@ -242,7 +242,7 @@ bench::Row floor_row(const BenchArgs& a, const std::string& self, std::string_vi
   return r;
 }
 
-// The sandbox's floor for `libc` (issue 16, fourth pass): nsrun-floor-sandbox-
+// The sandbox's floor for `libc`: nsrun-floor-sandbox-
 // <libc>, the kernel work of workspace-write's launch (with `net`, of
 // network-none's) and no policy logic, on the same workspace.
 bench::Row floor_sandbox_row(const BenchArgs& a, const std::string& self, std::string_view libc, const std::string& ws,
@@ -467,7 +467,7 @@ int bench_main(std::span<const std::string> args) {
     rows.back().promise = "network-none";
   }
   // The egress proxy's cost to a launch: its listeners, the socketpair and
-  // the thread (issue 13); nothing is connected.
+  // the thread; nothing is connected.
   if (wanted(a, "network-proxy")) {
     rows.push_back(nsrun_row(a, ws, "nsrun network-proxy", "workspace-write",
                              {"--network", "proxy", "--allow-host", "example.invalid"}));
@@ -491,7 +491,7 @@ int bench_main(std::span<const std::string> args) {
   if (wanted(a, "limits"))
     rows.push_back(nsrun_row(a, ws, "nsrun limits", "workspace-write",
                              {"--limit-memory", "4G", "--limit-pids", "10000"}));
-  // Issue 14: the copy-on-write workspace (a run directory, run.json, an
+  // The copy-on-write workspace (a run directory, run.json, an
   // overlay over the workspace), against workspace-write's direct bind.
   if (wanted(a, "cow")) {
     auto cow = scratch.cow_dir();
@@ -501,7 +501,7 @@ int bench_main(std::span<const std::string> args) {
     }
     rows.push_back(nsrun_row(a, ws, "nsrun cow", "workspace-write", {"--workspace-mode", "cow", "--cow-dir", *cow}));
   }
-  // Issue 17: the default launch, a copy-on-write home (the overlay, the
+  // The default launch, a copy-on-write home (the overlay, the
   // layer's work directory made and removed); one named layer for every
   // bench run, so runs leave no layer per scratch workspace.
   if (wanted(a, "home-cow"))

@@ -23,7 +23,7 @@ namespace nsrun {
 namespace {
 
 // Hiding is by path: an existing hard link to a hidden file, from outside
-// the hidden directory, still reaches its contents (issue 10, item 9). No
+// the hidden directory, still reaches its contents. No
 // mount can cover an inode under every name it has, so `explain` names the
 // regular files with more than one link: the hidden path itself, and the
 // regular files directly inside a hidden directory (not deeper: a tree
@@ -73,7 +73,7 @@ std::string_view reason_of(std::span<const DefaultPath> set, std::string_view pa
   return "--protect";
 }
 
-// Issue 14 and 17: each protected path, how the namespace rung keeps it and
+// Each protected path, how the namespace rung keeps it and
 // why it is protected; each hidden credential and why.
 std::string protection_lines(const Policy& policy) {
   std::string out;
@@ -149,7 +149,7 @@ void explain_namespaces(const Prepared& prepared, std::string& out) {
                                              : "share (the host's network)");
 }
 
-// --network proxy's rules, as given (issue 13).
+// --network proxy's rules, as given.
 void explain_egress(const Policy& policy, std::string& out) {
   auto list = [](const std::vector<std::string>& v) {
     std::string s;
@@ -232,7 +232,7 @@ Result<std::string> explain(const Policy& policy) {
                        "cover them and refuses socket(AF_UNIX) instead (socketpair works); other host sockets "
                        "are reachable\n",
                        printable(fmt::format("{}", fmt::join(policy.hidden_sockets, " "))));
-  // Issue 15: the limits as the namespace rung would keep them.
+  // The limits as the namespace rung would keep them.
   out += prepared->limits.decisions.empty()
              ? std::string("limits: none\n")
              : fmt::format("limits (namespace rung; --limits {}):\n{}", name(policy.limits.mode),

@@ -319,7 +319,7 @@ int run_commands(std::string_view verb, std::span<const std::string> args) {
   // A run no sandbox runs on any more, and none of whose processes can
   // have outlived it (a PID namespace of its own): files may move out of
   // its layer. Otherwise a process left behind could write on into a moved
-  // file after the review (attack_third_pass_test.cpp).
+  // file after the review (commit_content_test.cpp).
   std::vector<Fd> run_locks;
   options.move = run->info.pid_namespace && layers::run_over(run->info.dir, run_locks);
   auto outcome = layers::commit(run->upper.get(), run->workspace.get(), options);

@@ -73,7 +73,14 @@ int main(int argc, char** argv) {
     return nsrun::bwrap_main("nsrun bwrap", std::span<const std::string>(args).subspan(1));
   if (args.size() >= 2 && args[0] == "explain" && args[1] == "--bwrap")
     return nsrun::bwrap_explain_main(std::span<const std::string>(args).subspan(2));
-  if (!args.empty() && args[0] == "bench") return nsrun::bench_main(std::span(args).subspan(1));
+  if (!args.empty() && args[0] == "bench") {
+#ifdef NSRUN_BENCH
+    return nsrun::bench_main(std::span(args).subspan(1));
+#else
+    fmt::print(stderr, "nsrun: bench: not in this build (configured with -Dbench=false)\n");
+    return 125;
+#endif
+  }
   if (!args.empty() && nsrun::is_layers_command(args[0])) return nsrun::layers_main(args);
   if (!args.empty() && args[0] == "connect") return nsrun::egress::connect_main(std::span(args).subspan(1));
   auto inv = nsrun::parse_native(args, nsrun::read_caller_context());
@@ -109,7 +116,7 @@ int main(int argc, char** argv) {
   // ends here rather than by returning, so the Policy, the option table
   // and the other statics are not freed one by one. Their pages are shared
   // copy-on-write with PID 1 since its fork, and freeing them took a write
-  // fault each (about 8, issue 16, fourth pass); exit_group frees it all
+  // fault each (about 8); exit_group frees it all
   // at once. stdio is flushed first, as exit() would.
   std::fflush(nullptr);
   ::_exit(code);

@@ -201,7 +201,7 @@ Result<Invocation> parse_native(std::span<const std::string> args, const CallerC
   }
   // Where git really takes hooks and config from in each writable root
   // (core.hooksPath, a .git file's gitdir, submodules): protected with the
-  // defaults (docs/hardening.md, "git's own paths").
+  // defaults (docs/hardening.md, "Hooks and config git really uses").
   if (p.protect_defaults && ctx.lookup) {
     auto git = git_protected_paths(writable_roots(p), ctx.socket_env.home);
     if (!git) return fail(git.error());
@@ -220,7 +220,7 @@ Result<Invocation> parse_native(std::span<const std::string> args, const CallerC
   // --home ro shows the home as it is, the home layers' base with it: what
   // other workspaces' runs wrote into their cow homes (keys, tokens).
   // Hidden as a credential is (the cow home and its fallbacks hide it
-  // themselves; attack review, third pass).
+  // themselves).
   hide_home_base(p);
   if (state.host_backend || ctx.host_backend_env || p.host_backend.empty())
     p.host_backend = detect_backend(state.host_backend ? state.host_backend : ctx.host_backend_env,

@@ -217,7 +217,7 @@ Result<void> seccomp_fd(OptionCall& c) {
   return {};
 }
 
-// One limit value (issue 15), parsed with the option's name in the message.
+// One limit value, parsed with the option's name in the message.
 OptionSetter limit_value(std::optional<uint64_t> Limits::*member,
                          Result<uint64_t> (*parse)(std::string_view, std::string_view)) {
   return [member, parse](OptionCall& c) -> Result<void> {
@@ -268,7 +268,7 @@ OptionSetter capability(bool add) {
 std::span<const OptionSpec> option_table() {
   // An array, not a std::vector: each entry is built in place, where a
   // vector copied every entry (and its setter) out of a temporary array
-  // first (issue 16, fourth pass: about 150 entries at every start).
+  // first (about 150 entries at every start).
   static const OptionSpec table[] = {
       // ---- both dialects ----
       {.native = {"--help", "", "print this text and exit"}, .native_short = "-h",
@@ -341,7 +341,7 @@ std::span<const OptionSpec> option_table() {
                   "with --network none: leave out the package managers' offline switches (npm_config_offline, "
                   "PIP_NO_INDEX, CARGO_NET_OFFLINE, YARN_ENABLE_OFFLINE_MODE, GOPROXY=off)"},
        .json = "offline_env", .set = set_value(&Policy::offline_env, false)},
-      // --network proxy (issue 13); in JSON, network: {mode, allow, deny, resolve, log}.
+      // --network proxy; in JSON, network: {mode, allow, deny, resolve, log}.
       {.native = {"--allow-host", "PATTERN",
                   "with --network proxy: a reachable host (example.com, *.example.com, host:port, an IP address, "
                   "[v6]:port; repeatable)"},
@@ -396,7 +396,7 @@ std::span<const OptionSpec> option_table() {
        .set = set_value(&Policy::new_session, std::optional<bool>(true))},
       {.native = {"--no-new-session", "", "never setsid (TIOCSTI stays refused by the filter)"},
        .json = "new_session", .set = set_value(&Policy::new_session, std::optional<bool>(false))},
-      // Copy-on-write layers (issues 14, 17; src/layers/, docs/hardening.md).
+      // Copy-on-write layers (src/layers/, docs/hardening.md).
       {.native = {"--workspace-mode", "MODE", "direct (default) or cow: writes go to a run layer for nsrun commit"},
        .json = "workspace_mode", .arity = 1,
        .set = set_enum(&Policy::workspace_mode, parse_workspace_mode, "direct or cow")},
@@ -417,7 +417,7 @@ std::span<const OptionSpec> option_table() {
          c.policy.pass_fds.push_back(*fd);
          return {};
        }},
-      // Limits and verdicts (issue 15, docs/limits.md): fields of the
+      // Limits and verdicts (docs/limits.md): fields of the
       // Policy's `limits` object, not top-level ones.
       {.native = {"--limit-memory", "SIZE", "memory of the whole sandbox (512M, 2G)"}, .arity = 1,
        .set = limit_value(&Limits::memory, parse_size)},

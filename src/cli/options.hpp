@@ -1,4 +1,4 @@
-// The one option table of nsrun's command lines (issue 12): the native
+// The one option table of nsrun's command lines: the native
 // CLI, the bwrap dialect, the Policy JSON field each option mirrors,
 // `--help` of both dialects and the man page check
 // (tests/unit/options_test.cpp) all read it. Front ends keep only their

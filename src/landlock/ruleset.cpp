@@ -56,7 +56,7 @@ std::string cannot_express(const Policy& p) {
 
   // Without mounts there is no private /proc, /dev or /sys to keep out of
   // a writable `/`: the command could write host sysctls and, as root,
-  // device nodes and cgroups. (Issue 10, item 3.)
+  // device nodes and cgroups.
   if (p.preset && p.mode == Mode::workspace_write &&
       (contains_private_mounts(p.workspace) ||
        std::any_of(p.writable.begin(), p.writable.end(), [](const std::string& d) { return contains_private_mounts(d); })))

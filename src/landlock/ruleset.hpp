@@ -25,12 +25,12 @@ struct PathRule {
   bool no_symlinks = false; // opened through no symlink (a native writable root: docs/hardening.md)
   // Known to be a directory when planned: opened with O_DIRECTORY, which
   // the kernel checks, instead of an fstat after the open (one system call
-  // less per rule, issue 16). If it is no longer one, the open fails and
+  // less per rule). If it is no longer one, the open fails and
   // so does the launch; otherwise the rule is what the fstat would give.
   bool directory = false;
   // Known not to be a directory when planned (a listed file, device or
   // socket): its rights are masked to the file rights without an fstat
-  // (issue 16, third pass). Should it have become a directory since, the
+  // (a system call less). Should it have become a directory since, the
   // rule grants it those fewer rights (no read-dir), never more than
   // `access`. A rule whose rights are all file rights needs no fstat
   // either way (add_path_rule()).

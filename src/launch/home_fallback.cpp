@@ -28,7 +28,7 @@ Policy cache_redirect_policy(const Policy& policy) {
   out.mounts.insert(out.mounts.begin(), mount_op(MountOp::Kind::bind, policy.layers.redirect, policy.layers.redirect));
   // The home layers' base under an empty tmpfs first, as the cow home hides
   // it: the read-only home showed every workspace's layer, with what their
-  // runs wrote into their homes (keys, tokens; attack review, third pass).
+  // runs wrote into their homes (keys, tokens).
   // A tmpfs the command may write (in memory, gone at exit), not a
   // read-only one: the redirect bind above needs its mount point made in it.
   if (!policy.layers.home_base.empty())

@@ -1,9 +1,9 @@
-// The copy-on-write home's fallback where no overlay can be made (issue
-// 17): the home stays as the read-only root shows it, and the well-known
-// caches (policy/cow.hpp cache_redirects()) go to the layer's private
-// `redirect` directory instead. Never more than the cow home gives: the
-// real home is still never written, and the redirect directory is nsrun's
-// own (0700, the caller's, beside the layer).
+// The copy-on-write home's fallback where no overlay can be made: the home
+// stays as the read-only root shows it, and the well-known caches
+// (policy/cow.hpp cache_redirects()) go to the layer's private `redirect`
+// directory instead. Never more than the cow home gives: the real home is
+// still never written, and the redirect directory is nsrun's own (0700, the
+// caller's, beside the layer).
 //
 // The Landlock rung has no overlay at all and always takes it; the
 // namespace rung takes it when the kernel or the file system refuses the

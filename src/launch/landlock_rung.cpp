@@ -373,7 +373,7 @@ namespace {
 std::map<std::string, std::vector<std::string>> hidden_listings(const std::vector<std::string>& hidden) {
   std::map<std::string, std::vector<std::string>> out;
   // getdents64 on a plain open: opendir/fdopendir would add an fstat and
-  // two fcntls per directory (issue 16, third pass).
+  // two fcntls per directory.
   alignas(dirent64) char buf[8192];
   for (const auto& dir : hidden_ancestors(hidden)) {
     Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -412,7 +412,7 @@ std::map<std::string, std::vector<std::string>> hidden_listings(const std::vecto
 // (launch/protect_restore.hpp).
 // The launch's own scan, made just before for the same roots and set, is
 // the same walk: taken as it is (23 system calls fewer with the default
-// set, issue 16).
+// set).
 std::vector<std::pair<std::string, std::string>> protected_present(const Policy& policy, const ProtectWatch* scanned) {
   std::vector<ProtectedPathState> fresh;
   const bool same = scanned != nullptr && scanned->roots == writable_roots(policy) && scanned->set == protected_paths(policy);
@@ -471,7 +471,7 @@ Readiness assess(const Policy& policy, const ProtectWatch* scanned) {
     // The other workspaces' home layers are under the same base, readable
     // in a read-only home: what a run wrote into its cow home (an ssh key
     // made there, a token from `npm login`) was read by any other
-    // workspace's command on this rung (attack review, third pass). The
+    // workspace's command on this rung. The
     // base is hidden as a credential is (and, like them, shown with
     // --hide-defaults none); the redirect directory, a writable root below
     // it, keeps its own rule.
@@ -526,7 +526,7 @@ LaunchOutcome run(Prepared& p, Readiness ready) {
                        "well-known caches go to {}\n",
                printable(ready.redirect));
   }
-  // --network proxy (issue 13): the proxy listens on the host's loopback,
+  // --network proxy: the proxy listens on the host's loopback,
   // on a port the kernel picks, and serves only the sockets nsrun makes
   // when it answers the command's connect() (net/connector.hpp).
   Fd proxy_listener;
@@ -547,7 +547,7 @@ LaunchOutcome run(Prepared& p, Readiness ready) {
     p.require_listener = true;
   }
   // The ruleset's rules are added after the fork, while the supervisor
-  // starts and makes the TMPDIR (issue 16, third pass): the two overlap on
+  // starts and makes the TMPDIR: the two overlap on
   // two CPUs, and the command waits for both (supervisor()).
   Result<Fd> fd = open_ruleset(ready.ruleset);
   if (!fd) {

@@ -57,7 +57,7 @@ struct Prepared {
   std::optional<gid_t> join_gid;
   std::vector<std::string> lock_files;
   Timeline timeline;                       // started before prepare()
-  // Limits and observation (issue 15).
+  // Limits and observation.
   LimitsPlan limits;                       // for this rung; rlimits set on the command before exec
   bool observe = false;                    // a report or --verdict wants the verdict
   BpfProgram seccomp_notify;               // `seccomp` with refusals sent to nsrun; empty: none
@@ -74,7 +74,7 @@ struct Prepared {
   std::string cgroup_base;                 // the delegated cgroup v2 when limits.use_cgroup
   // ... or, as root on a v1 host, controller -> the caller's v1 cgroup
   std::vector<std::pair<std::string, std::string>> cgroup_v1_dirs;
-  // --network proxy (issue 13): the proxy's rules (log_fd set by run()),
+  // --network proxy: the proxy's rules (log_fd set by run()),
   // the sandbox's end of the socketpair its listeners cross, and the
   // decisions once the command has ended.
   std::optional<egress::EgressConfig> egress;

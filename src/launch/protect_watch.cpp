@@ -166,7 +166,7 @@ void report_protected(const ProtectWatch& watch, const Policy& policy, LaunchRep
   report.hidden_credentials = policy.hidden_paths;
   if (watch.before.empty()) return;
   // Only the paths not kept can have been created: one more walk for each
-  // of them, none for the others (issue 16, fourth pass).
+  // of them, none for the others.
   std::vector<ProtectedPathState> after;
   for (const auto& st : watch.before)
     if (st.decision.state == ProtectState::not_kept) {

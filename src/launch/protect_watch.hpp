@@ -1,4 +1,4 @@
-// What nsrun can see of the protected paths (issue 14) around a run: how
+// What nsrun can see of the protected paths around a run: how
 // each was kept, and which missing one that direct mode does not keep
 // exists afterwards; and, after the run, the git material made or changed
 // anywhere in a writable root, quarantined (policy/gitdirs.hpp). One call

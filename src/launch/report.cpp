@@ -25,7 +25,7 @@ json::Value array_of(const std::vector<T>& items, F&& item) {
   return out;
 }
 
-// The verdict (issue 15): facts only; what is unknown is null.
+// The verdict: facts only; what is unknown is null.
 void add_verdict(json::Value& out, const LaunchReport& r) {
   using json::Value;
   const Verdict& v = r.verdict;

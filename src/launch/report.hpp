@@ -28,7 +28,7 @@ struct RungReport {
   std::string detail;    // the error message behind the reason, if any
 };
 
-// A protected path (issue 14): how the rung kept it, and what nsrun saw
+// A protected path: how the rung kept it, and what nsrun saw
 // happen to it. Refusals (EROFS, EBUSY) are the kernel's answers to the
 // command and are not seen by nsrun; a missing path that direct mode does
 // not keep and that exists after the run is ("created").
@@ -55,7 +55,7 @@ struct LaunchReport {
   std::vector<std::string> hidden_credentials;   // "hidden_credentials": Policy::hidden_paths
   int exit_code = 125;
   std::optional<Error> error;
-  // Issue 15: how the command ended, what it used, each limit's
+  // How the command ended, what it used, each limit's
   // enforcement and the refused system calls (launch/watch.hpp).
   Verdict verdict;
   bool seccomp_filter = true;          // a filter with refusals was loaded (else no denials can happen)
@@ -69,7 +69,7 @@ struct LaunchReport {
     std::string home_layer;       // its upper directory, or the redirect's directory
     std::vector<std::string> redirected;  // cache-redirect: the variables set
   } layers;
-  std::optional<std::vector<egress::Decision>> network;  // --network proxy (issue 13)
+  std::optional<std::vector<egress::Decision>> network;  // --network proxy
 };
 
 // The report's "schema_version" (docs/report.schema.json).

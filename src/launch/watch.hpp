@@ -1,4 +1,4 @@
-// nsrun's side of a running sandbox (issue 15): it waits for its child (PID
+// nsrun's side of a running sandbox: it waits for its child (PID
 // 1, the Landlock rung's supervisor, or the command itself), forwards
 // signals, keeps the timeout, serves the seccomp listener, and ends with a
 // verdict: how the command ended and what it used.
@@ -97,7 +97,7 @@ struct WatchSetup {
   NotifyHandler notify_handler;        // calls nsrun answers itself (--network proxy, Landlock rung)
   std::optional<WriteScope> writes;    // --watch-writes: where this rung lets the command write
   // Polled until one is readable, then `wake` is called once (the egress
-  // proxy's thread starts on demand, issue 16).
+  // proxy's thread starts on demand).
   std::vector<int> wake_fds;
   std::function<void()> wake;
 };

@@ -418,7 +418,7 @@ Result<void> install(int ud, int hd, const std::string& name, const std::string&
   // No setuid or setgid bit on what commit installs: the command set them
   // in its layer (as root inside, or as the user), and the file it makes
   // here is the caller's, so the bits would hand the caller's uid (root's,
-  // for a root caller) to whoever runs it (attack review, third pass). The
+  // for a root caller) to whoever runs it. The
   // kernel drops them on a write by anyone but root for the same reason.
   const mode_t mode = st.st_mode & 07777 & ~mode_t{S_ISUID | S_ISGID};
   if (S_ISLNK(st.st_mode)) {

@@ -50,7 +50,7 @@ struct CommitOptions {
   bool force = false;              // apply conflicts too
   struct timespec start{};         // the run's start: a host file changed at or after it is a conflict
   // Whether a path (relative to the workspace) is protected: refused,
-  // reported, nothing applied for it. HOOK(protected paths, issue 14).
+  // reported, nothing applied for it. HOOK(protected paths).
   std::function<bool(std::string_view)> is_protected;
   // The run is over (no sandbox has the layer mounted: run_over()): a
   // changed regular file may be moved out of the layer instead of copied.

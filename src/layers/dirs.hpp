@@ -35,7 +35,7 @@ Result<void> remove_tree(int dir, const std::string& name, const std::string& sh
 // How deep the recursive walks of a layer go (commit's, changes' and the
 // patch's): the command builds those trees, and 30,000 nested directories
 // overflowed nsrun's stack, a crash half-way through `nsrun commit` or
-// `discard` (attack review, third pass). Past it a walk fails, naming the
+// `discard`. Past it a walk fails, naming the
 // path (ENAMETOOLONG). remove_tree() has no such limit: it moves deep
 // directories up instead, so `discard` and `home reset` remove any layer.
 inline constexpr int max_walk_depth = 512;

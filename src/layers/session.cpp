@@ -121,7 +121,7 @@ Result<Session> Session::open(const Policy& policy) {
       l.redirect.clear();
       // That read-only home showed the home layers' base with it: other
       // workspaces' layers, what their runs wrote into their homes (keys,
-      // tokens). Hidden as for --home ro (attack review, third pass).
+      // tokens). Hidden as for --home ro.
       hide_home_base(s.policy_);
     }
   }

@@ -301,9 +301,9 @@ class ClosedLater {
     if (batch_ < 0) {
       // The room left, not the limit: the caller's fds are still open here
       // (they are closed at the exec), and a caller holding 230 of 260
-      // had 30 free, which a batch of 48 ran out of (EMFILE at a later
-      // step, a launch refused that ran before this pass: attack review,
-      // fourth pass). Unknown (no /proc): closed at once.
+      // has 30 free, which a batch of 48 runs out of (EMFILE at a later
+      // step, a launch refused that ought to run). Unknown (no /proc):
+      // closed at once.
       struct rlimit lim{};
       const long open = open_fds();
       batch_ = ::getrlimit(RLIMIT_NOFILE, &lim) == 0 && open >= 0 && lim.rlim_cur >= 256 &&

@@ -345,7 +345,7 @@ bool at_or_under(std::string_view path, std::string_view dir) {
 // A socket gets /dev/null bound over it, with nodev: connect() on an inode
 // that is not a socket is ECONNREFUSED and open() is EACCES, and no file is
 // made for it (no staging area). A directory gets an empty read-only tmpfs.
-// Policy::hidden_paths (the credentials, issue 17) get the same covers and
+// Policy::hidden_paths (the credentials) get the same covers and
 // for the same reasons: read through any name (a symlink to it,
 // /proc/self/root/...), the path reaches the cover; nothing is made on the
 // host, and a path that is gone is skipped.

@@ -1,4 +1,4 @@
-// The namespace rung's half of the protected paths (issue 14): one
+// The namespace rung's half of the protected paths: one
 // MountStep::Op::protect, run in the new root once every other mount is in
 // place. What to do is policy/protect.hpp's walk_protected(); this file
 // only mounts. docs/hardening.md, "Protected paths", says why these mounts.

@@ -1,4 +1,4 @@
-// The sandbox's cgroup v2 (issue 15), nsrun's side: made before the clone,
+// The sandbox's cgroup v2, nsrun's side: made before the clone,
 // PID 1 started in it (clone3 with CLONE_INTO_CGROUP, so no process of the
 // sandbox ever runs outside it), read and removed after. Every step goes
 // through directory fds, never a path walked twice.

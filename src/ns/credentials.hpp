@@ -17,7 +17,7 @@ using cap_value_t = int;
 // or its number for one the kernel headers nsrun was built with do not
 // name. A table of nsrun's own rather than libcap's cap_to_name(): linking
 // libcap runs its library constructor in every nsrun process (6 prctl
-// calls to find the kernel's last capability, issue 16), for nothing nsrun
+// calls to find the kernel's last capability), for nothing nsrun
 // uses but these names.
 std::string capability_name(cap_value_t c);
 

@@ -1,4 +1,4 @@
-// The sandbox's last words to nsrun (issue 15), on a socket of their own
+// The sandbox's last words to nsrun, on a socket of their own
 // beside the channel: the channel ends at the command's exec, these come
 // later. PID 1 (or the Landlock rung's supervisor) sends the command's raw
 // wait status and how many processes the sandbox started, so the report

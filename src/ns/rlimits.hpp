@@ -1,4 +1,4 @@
-// Child side of the limits (issue 15): the rlimits the command starts with.
+// Child side of the limits: the rlimits the command starts with.
 #pragma once
 
 #include <vector>

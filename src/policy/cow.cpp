@@ -165,7 +165,7 @@ std::string existing_home_base(const Policy& policy) {
   // is missing) before realpath()'s readlink of every component (five for
   // ~/.local/state/nsrun/home): both follow symlinks and need the same
   // search rights, so where stat() finds nothing realpath() resolves
-  // nothing either (issue 16, fourth pass).
+  // nothing either.
   struct stat st{};
   if (::stat(policy.layers.home_base.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return {};
   char real[PATH_MAX];

@@ -1,4 +1,4 @@
-// Copy-on-write layers (issues 14 and 17): a workspace whose writes land in
+// Copy-on-write layers: a workspace whose writes land in
 // a per-run upper layer that `nsrun commit` reviews back, and a home whose
 // writes land in a persistent per-workspace layer the real home never sees.
 // Only names and the resolved directories live here; the directories are

@@ -1,4 +1,4 @@
-// Host rules for `--network proxy` (issue 13): the allow- and deny-lists
+// Host rules for `--network proxy`: the allow- and deny-lists
 // that decide where the command's connections may go. Pure functions, no
 // system calls, no name resolution: the proxy (src/net) resolves and asks.
 //

@@ -1,4 +1,4 @@
-// Internationalised host names for the egress rules (issue 13): a name
+// Internationalised host names for the egress rules: a name
 // written in Unicode in a rule (`bücher.example`) and its ASCII form in a
 // request (`xn--bcher-kva.example`) must match, and the other way round.
 // Both are brought to the ASCII form: each non-ASCII label is encoded with

@@ -1,4 +1,4 @@
-// Resource limits (issue 15): what the Policy asks for, how each value is
+// Resource limits: what the Policy asks for, how each value is
 // written, and which mechanism can keep each limit on a given host. All of
 // it is pure: the launch gathers the host facts, plan_limits() decides, and
 // the report states what was decided (never claimed when not real).

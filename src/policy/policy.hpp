@@ -21,7 +21,7 @@ enum class ProcMode { automatic, fresh, host_bind, none };
 enum class Backend { automatic, namespaces, landlock };
 enum class Network { share, none, proxy };
 enum class SeccompMode { standard, none, log };
-// Host pathname sockets (issue 10, item 6): `hide_known` covers the
+// Host pathname sockets: `hide_known` covers the
 // well-known ones (Policy::hidden_sockets); `none` refuses every AF_UNIX
 // socket() (socketpair stays), so no pathname socket is reached or made.
 enum class UnixSockets { hide_known, none };
@@ -88,7 +88,7 @@ struct EnvOp {
   bool operator==(const EnvOp&) const = default;
 };
 
-// --network proxy (issue 13): where the command's connections may go.
+// --network proxy: where the command's connections may go.
 // Patterns as src/policy/hosts.hpp reads them.
 struct EgressRules {
   std::vector<std::string> allow;    // --allow-host PATTERN
@@ -134,12 +134,12 @@ struct Policy {
   // ending in '/' is a directory, covered whole.
   std::vector<std::string> hidden_sockets;
   std::vector<std::string> allow_sockets;  // --allow-socket PATH
-  // Protected paths inside every writable root (issue 14; the set, its
+  // Protected paths inside every writable root (the set, its
   // reasons and the matching rule are in src/policy/protect.hpp).
   bool protect_defaults = true;          // --protect-defaults none: drop the default set
   std::vector<std::string> protect;      // --protect PATH: relative to each writable root, or absolute inside one
   std::vector<std::string> unprotect;    // --unprotect PATH: drop an entry (as written in the set)
-  // Credentials hidden by default (issue 17; src/policy/protect.hpp).
+  // Credentials hidden by default (src/policy/protect.hpp).
   bool hide_defaults = true;             // --hide-defaults none: drop the default set
   std::vector<std::string> allow_read;   // --allow-read PATH: do not hide this one
   // Resolved by the front end from the host and $HOME, like hidden_sockets:
@@ -182,7 +182,7 @@ struct Policy {
   std::optional<int> userns2_fd;       // joined after the root is built, before capabilities are dropped
   std::optional<int> pidns_fd;         // the sandbox's PID namespace, or the parent of its new one
 
-  // Resource limits and the timeout (issue 15, policy/limits.hpp).
+  // Resource limits and the timeout (policy/limits.hpp).
   Limits limits;
   bool verdict = false;                // --verdict: one stderr line when a non-zero end followed a refusal
   bool watch_writes = false;           // --watch-writes: observe write-intent calls (seccomp/writes.hpp)
@@ -193,7 +193,7 @@ struct Policy {
   std::vector<std::string> argv;       // the command; argv[0] is looked up in PATH
   std::string argv0;                   // bwrap --argv0: argv[0] as the command sees it
 
-  // Copy-on-write layers (issues 14, 17; src/policy/cow.hpp, src/layers/).
+  // Copy-on-write layers (src/policy/cow.hpp, src/layers/).
   WorkspaceMode workspace_mode = WorkspaceMode::direct;
   // cow by default in the presets (the bwrap dialect sets ro: bwrap has
   // no home overlay; full-access has no home of its own to confine).

@@ -279,7 +279,7 @@ const Readers<Namespaces>& namespace_readers() {
 }
 
 // "network": a mode name, or {mode, allow, deny, resolve, log} for the
-// egress proxy (issue 13).
+// egress proxy.
 Result<void> network_from_json(const Value& v, Policy& p, const std::string& f) {
   if (v.is_string()) return enum_into(&Policy::network, parse_network)(v, p, f);
   static const Readers<Policy> readers = {

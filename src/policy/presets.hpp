@@ -23,7 +23,7 @@ std::vector<MountOp> preset_mounts(const Policy& policy);
 // Calls `f` on each of the preset's operations (when on), then on the
 // policy's own mounts: the order in which later entries win. Nothing of the
 // policy's list is copied (a thousand --ro options make a long one).
-// --network proxy (issue 13): /etc/resolv.conf inside names nsrun's DNS
+// --network proxy: /etc/resolv.conf inside names nsrun's DNS
 // stub (127.0.0.1:53 in the sandbox's network namespace), read-only.
 MountOp resolver_mount();
 

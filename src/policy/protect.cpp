@@ -438,9 +438,9 @@ struct Beneath {
   std::optional<std::string> text;  // a regular file's contents
   bool dir = false;
   // A regular file, read or not: one past read_all()'s cap has no text,
-  // and was then not protected at all, though git reads it whole (a
-  // gitdir's 1.1 MB config took `core.fsmonitor = ...` from the command;
-  // attack review, fourth pass).
+  // and is protected all the same, since git reads it whole (unprotected, a
+  // gitdir's 1.1 MB config would take `core.fsmonitor = ...` from the
+  // command).
   bool file = false;
   // Why a regular file has no text (past the cap, or a read error).
   std::optional<Error> unread;
@@ -451,7 +451,7 @@ struct Beneath {
 // can be: a regular file's text (small), or whether it is a directory. A
 // missing name (the usual answer for `.git` outside a repository) is one
 // system call, a directory three, where reading it and then asking
-// is_dir_beneath() took two and five (issue 16, fourth pass). With
+// is_dir_beneath() took two and five. With
 // `ask_dir`, a directory that may not be opened for reading is still a
 // directory: asked again as is_dir_beneath() asks.
 Beneath look_beneath(int root, const std::string& rel, bool ask_dir = true) {
@@ -494,8 +494,7 @@ std::optional<std::string> read_beneath(int root, const std::string& rel) {
 // nullopt when absent. One that is there but cannot be read whole (past
 // the cap: git reads it whole and follows its includes and
 // core.hooksPath, which nsrun then cannot) is noted in `unread`, and the
-// launch is refused rather than run with its includes unprotected
-// (attack review, fourth pass).
+// launch is refused rather than run with its includes unprotected.
 // A git config outside the writable roots (the user's own, or one an
 // include names there), at an absolute path, following symlinks as git
 // does: nullopt when it is not a regular file. One that cannot be read
@@ -708,8 +707,8 @@ Result<std::vector<std::string>> git_protected_paths(const std::vector<std::stri
   };
   // The user's own config files, read as git reads them for every
   // repository: only once a root has a git directory (the bench's and
-  // most scratch workspaces have none: five system calls fewer there,
-  // issue 16, fourth pass), and then once for all roots.
+  // most scratch workspaces have none: five system calls fewer there),
+  // and then once for all roots.
   std::vector<std::string> global, global_dirs;
   bool global_read = false;
   auto read_global = [&] {

@@ -1,5 +1,5 @@
-// Protected paths inside writable roots (issue 14) and the credentials
-// hidden by default (issue 17): the one place that says which paths, why,
+// Protected paths inside writable roots and the credentials
+// hidden by default: the one place that says which paths, why,
 // and whether a given path is one of them.
 //
 // A protected path is relative to a writable root (the workspace, each
@@ -142,7 +142,7 @@ Result<ProtectWalk> walk_protected(int root, std::string_view rel, DirPinner* pi
 //
 // A walk without a pinner (a scan) also keeps the directory it went into
 // at the root (.git), and the pass's later walks below it go on from that
-// fd instead of opening it again (issue 16, fourth pass). The executor's
+// fd instead of opening it again. The executor's
 // walks (with a pinner) do not share directories.
 class ProtectWalker {
  public:

@@ -1,4 +1,4 @@
-// The well-known host sockets nsrun hides by default (issue 10, item 6).
+// The well-known host sockets nsrun hides by default.
 // A pathname unix socket is a door out of any sandbox that shows it: the
 // container engine's socket is a root shell, the D-Bus buses start and stop
 // services, ssh-agent and gpg-agent sign as the user, X11 and Wayland read

@@ -45,7 +45,7 @@ Result<void> existing(std::string_view option, const std::string& path) {
 }
 
 // The workspace and the writable roots against the sandbox's own /dev, /proc
-// and /sys (issue 10, item 3). The preset orders a root of `/` before the
+// and /sys. The preset orders a root of `/` before the
 // private mounts, by name; a path that resolves to `/` by another name (a
 // symlink, `/.`) would be bound after them and cover them, so it is refused.
 // A root inside /proc or /sys, or /dev itself, would bring the host's back
@@ -152,8 +152,8 @@ Result<void> no_nul_anywhere(const Policy& p, std::span<const std::string> mount
 Result<void> check_mount(const Policy& p, const MountOp& m, const std::string& option) {
   if (auto r = absolute(option, m.dest); !r) return r;
   // With the preset, the policy's own mounts follow the private /dev,
-  // /proc and /tmp; a bind or overlay on / would cover them all again
-  // (issue 10, item 3). Without it (bwrap's dialect) the order is the
+  // /proc and /tmp; a bind or overlay on / would cover them all again.
+  // Without it (bwrap's dialect) the order is the
   // caller's, as in bwrap.
   const bool layered_kind = layered(m.kind);
   if (p.preset && p.mode != Mode::full_access) {
@@ -188,7 +188,7 @@ Result<void> check_mount(const Policy& p, const MountOp& m, const std::string& o
 
 }  // namespace
 
-// --network proxy (issue 13): the rules are parsed here, so a bad pattern
+// --network proxy: the rules are parsed here, so a bad pattern
 // is a usage error before anything runs; they mean nothing without the mode.
 Result<void> validate_egress(const Policy& p) {
   if (p.network != Network::proxy) {

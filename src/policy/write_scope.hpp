@@ -1,9 +1,9 @@
-// --watch-writes (issue 15): where the command may write, as a pure
+// --watch-writes: where the command may write, as a pure
 // question about a path. Built from the Policy for one rung, so the
 // watch's "outside" is the rung's own: the namespace rung's mounts (the
 // last mount that covers a path decides, as the kernel's mount tree does),
 // or the Landlock rung's writable roots (rights add up along a path) and
-// its private TMPDIR. Protected sub-paths of a writable root (issue 14)
+// its private TMPDIR. Protected sub-paths of a writable root
 // count as outside: the namespace rung keeps them read-only.
 #pragma once
 

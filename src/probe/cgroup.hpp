@@ -1,4 +1,4 @@
-// Whether nsrun may make a cgroup for the sandbox (issue 15): a cgroup v2
+// Whether nsrun may make a cgroup for the sandbox: a cgroup v2
 // subtree delegated to the caller, found as crun and nsjail find it, from
 // /proc/self/cgroup and write access. Parsing is pure; detection reads the
 // files under a root given by the caller, so it is tested on a fake tree.

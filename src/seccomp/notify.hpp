@@ -1,4 +1,4 @@
-// Observed refusals (issue 15): the default filter's refusing rules answer
+// Observed refusals: the default filter's refusing rules answer
 // SECCOMP_RET_USER_NOTIF instead of an errno, and nsrun, outside the
 // sandbox, receives each such call on the listener, records it and answers
 // EPERM, so the command sees exactly what it saw before. Denied calls are
@@ -87,7 +87,7 @@ class DenialLog {
   // The same for the filter `key` names (none: no rules, EPERM): its
   // rules, notify_spec(filter_spec(*key)), are built at the first
   // notification instead of at every launch, which most launches never see
-  // (issue 16: 12 to 23 µs and about 25 page faults a launch).
+  // (12 to 23 µs and about 25 page faults a launch).
   explicit DenialLog(const std::optional<FilterKey>& key) : key_(key) {}
   // Receives one notification (if one is pending) and answers the rule's
   // errno (EPERM when no rule says otherwise).

@@ -1,4 +1,4 @@
-// How the precompiled seccomp programs are stored (issue 16, size): the
+// How the precompiled seccomp programs are stored, for the binary's size: the
 // variants differ in a few rules each, but libseccomp's binary tree moves
 // most jump offsets when one rule comes or goes, so storing each program
 // whole cost about 300 KB of the static binary. tools/gen-seccomp.cpp

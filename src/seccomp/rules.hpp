@@ -76,7 +76,7 @@ struct FilterKey {
   // --seccomp says.
   bool landlock = false;
   bool deny_unix = false;      // --unix-sockets none, or host sockets to hide on the Landlock rung
-  // --network proxy (issue 13). Namespace rung: ptrace and process_vm_*
+  // --network proxy. Namespace rung: ptrace and process_vm_*
   // refused. Landlock rung: only TCP sockets of the inet families, no
   // fast-open, and connect()/listen() answered by nsrun (net/connector.hpp).
   bool proxy = false;
@@ -111,7 +111,7 @@ FilterSpec filter_spec(const Policy& policy, FilterRung rung);
 // clone). The errno is ENOSPC, what a user-namespace limit of 1 gives.
 FilterSpec no_userns_spec();
 
-// The notifying variant of `spec` (issue 15): its refusing rules (all but
+// The notifying variant of `spec`: its refusing rules (all but
 // clone3's ENOSYS) go to nsrun's listener, which answers each with the
 // rule's errno (decide()), and
 // seccomp(2) with SECCOMP_FILTER_FLAG_NEW_LISTENER is refused (see

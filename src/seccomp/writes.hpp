@@ -1,4 +1,4 @@
-// --watch-writes (issue 15): the command's write-intent calls, observed.
+// --watch-writes: the command's write-intent calls, observed.
 //
 // The command's write-intent calls (open* with a write or create flag,
 // creat, mkdir*, mknod*, unlink*, rmdir, rename*, link*, symlink*,

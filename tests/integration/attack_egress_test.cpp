@@ -1,9 +1,9 @@
-// The attack review of the egress proxy (issue 13): request tricks that
-// might make the proxy judge one host and reach another, floods that might
-// grow nsrun's memory or exhaust its descriptors, and DNS packets built to
-// hurt the stub. A server at 198.18.0.2 (evil.test, never allowed) writes a
-// line for every connection it gets: the test's verdict is that file, on
-// the host, not what the proxy answered.
+// Attacks on the egress proxy: request tricks that might make the proxy judge
+// one host and reach another, floods that might grow nsrun's memory or
+// exhaust its descriptors, and DNS packets built to hurt the stub. A server
+// at 198.18.0.2 (evil.test, never allowed) writes a line for every connection
+// it gets: the test's verdict is that file, on the host, not what the proxy
+// answered.
 //
 // The world is the test's own: `unshare --user --map-root-user --net`
 // (only loopback), 198.18.0.1 (web.test, allowed) and 198.18.0.2 added to

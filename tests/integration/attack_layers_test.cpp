@@ -1,8 +1,7 @@
-// The attack review of the copy-on-write layers (issues 14, 17): what a
-// hostile command leaves in its upper layer must never make `nsrun
-// changes` / `commit` / `discard` follow a link on the host, touch a file
-// the command did not change, or fall over; and the layer commands take no
-// path from their arguments.
+// Attacks on the copy-on-write layers: what a hostile command leaves in its
+// upper layer must never make `nsrun changes` / `commit` / `discard` follow a
+// link on the host, touch a file the command did not change, or fall over;
+// and the layer commands take no path from their arguments.
 #include "cow_support.hpp"
 #include "harness.hpp"
 

@@ -1,8 +1,7 @@
-// The attack review of limits and verdicts (issue 15): a command that
-// floods the refused-call supervisor, kills itself in the middle of a
-// notification, or keeps moving (a new process, session and group every
-// instant) to slip past the timeout. nsrun must stay bounded, answer, and
-// leave nothing behind, on both rungs.
+// Attacks on limits and verdicts: a command that floods the refused-call
+// supervisor, kills itself in the middle of a notification, or keeps moving
+// (a new process, session and group every instant) to slip past the timeout.
+// nsrun must stay bounded, answer, and leave nothing behind, on both rungs.
 #include "harness.hpp"
 
 #include <catch2/catch_test_macros.hpp>

@@ -1,7 +1,6 @@
-// The attack review of protected paths (issue 14): routes to code that git
-// runs later which the first tests did not try. Each test lets a hostile
-// command (and, where it says so, a hostile workspace) try, then looks at
-// the host.
+// Attacks on protected paths: routes to code that git runs later, beyond the
+// direct writes of protect_test.cpp. Each test lets a hostile command (and,
+// where it says so, a hostile workspace) try, then looks at the host.
 #include "cow_support.hpp"
 #include "git_support.hpp"
 #include "harness.hpp"

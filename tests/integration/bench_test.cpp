@@ -52,7 +52,7 @@ TEST_CASE("nsrun bench refuses bad options with exit 125", "[bench][validation]"
   CHECK(r.err.find("--baseline") != std::string::npos);
 }
 
-// The floor rows (issue 16): a static program that only execs the payload,
+// The floor rows: a static program that only execs the payload,
 // one per C library the build offers, found beside nsrun or in tools/
 // below its directory (a build tree). Each launch of a floor row must run
 // the payload itself, with its arguments.
@@ -98,7 +98,7 @@ TEST_CASE("nsrun bench's floor rows exec the payload and pair every row against 
   }
 }
 
-// Issue 14: `nsrun bench` has a cow row (the copy-on-write workspace's
+// `nsrun bench` has a cow row (the copy-on-write workspace's
 // launch, paired with workspace-write), and its run layers, one per
 // launch, are gone when the bench ends.
 TEST_CASE("nsrun bench's cow row runs beside workspace-write and leaves no run layer", "[bench][cow]") {

@@ -1,20 +1,19 @@
-// Issue 16, the 1000-bind row: the mount executor now keeps each bind's
-// fds (the source, its clone, the destination) open until a batch of them
-// is closed with close_range(), and asks the source's identity once. An
-// attacker who swaps the parent of sibling --ro binds for a symlink while
-// they are made (the directory "p" and a symlink "q" to a stand-in T
-// exchange names flat out) must get neither of the two things a parent
-// lookup reused or left open could give:
-// a protection on the wrong object. Every directory D/i a launch ran with
-// stays unwritable through any name for the whole run (the writes go to
-// T's siblings through the link, never to D's), and a launch either runs
-// or is refused with 125 and one line (a symlink met, an object renamed
-// or replaced between the source's and the destination's lookups).
+// The mount executor keeps each bind's fds (the source, its clone, the
+// destination) open until a batch of them is closed with close_range(), and
+// asks the source's identity once. An attacker who swaps the parent of
+// sibling --ro binds for a symlink while they are made (the directory "p" and
+// a symlink "q" to a stand-in T exchange names flat out) must get neither of
+// the two things a parent lookup reused or left open could give: a protection
+// on the wrong object. Every directory D/i a launch ran with stays unwritable
+// through any name for the whole run (the writes go to T's siblings through
+// the link, never to D's), and a launch either runs or is refused with 125
+// and one line (a symlink met, an object renamed or replaced between the
+// source's and the destination's lookups).
 #include "harness.hpp"
 #include "racer.hpp"
 
 #include <catch2/catch_test_macros.hpp>
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <fcntl.h>
 #include <sys/stat.h>

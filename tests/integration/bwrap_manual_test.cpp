@@ -1,4 +1,4 @@
-// The bwrap dialect against bwrap's documented behaviour (issue 11, "behaviours
+// The bwrap dialect against bwrap's documented behaviour ("behaviours
 // from bwrap's manual that differ today"). Where Debian's bubblewrap 0.8.0
 // (a test oracle only) has the behaviour, the same command line runs under
 // both and the effects must agree; where it is newer than 0.8, the words of
@@ -8,7 +8,7 @@
 #include "harness.hpp"
 
 #include <catch2/catch_test_macros.hpp>
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <fcntl.h>
 #include <sys/stat.h>

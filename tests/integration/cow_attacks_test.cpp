@@ -56,7 +56,7 @@ const char* variant_name(const std::vector<std::string>& extra) {
 
 }  // namespace
 
-// The file set-ID bits were already stripped (attack review, third pass);
+// The file set-ID bits were already stripped;
 // a directory's were carried: `chmod 4755 d` or a new `chmod 6775 nd` in
 // the layer arrived on the host as such.
 TEST_CASE("cow commit: no set-user-ID or set-group-ID bit on a committed directory, fifo or file", "[cow-attacks]") {

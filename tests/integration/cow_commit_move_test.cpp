@@ -1,5 +1,5 @@
 // `nsrun commit` moves a changed file out of a finished run's layer instead
-// of copying it (issue 14's speed target, docs/bench.md). What the move must
+// of copying it (its speed target is in docs/bench.md). What the move must
 // not change: the committed file is what a copy gave (no xattr of the
 // layer's, no link into the layer, the committed bytes), and a sandbox still
 // running on the layer cannot write into a file after it was committed.

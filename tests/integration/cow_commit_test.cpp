@@ -1,9 +1,9 @@
-// Issue 14, the copy-on-write workspace's review: `nsrun commit` refuses
-// exactly the run's own protected set (recorded in run.json at launch), a
-// run.json nsrun did not write refuses the commit, the command cannot reach
-// any run layer, `nsrun changes --patch` gives binary files as git binary
-// patches, and killing nsrun at any moment leaves the workspace as it was.
-// Every test looks at the host's files.
+// The copy-on-write workspace's review: `nsrun commit` refuses exactly the
+// run's own protected set (recorded in run.json at launch), a run.json nsrun
+// did not write refuses the commit, the command cannot reach any run layer,
+// `nsrun changes --patch` gives binary files as git binary patches, and
+// killing nsrun at any moment leaves the workspace as it was. Every test
+// looks at the host's files.
 #include "cow_support.hpp"
 #include "harness.hpp"
 

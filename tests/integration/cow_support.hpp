@@ -15,8 +15,8 @@
 #include <ctime>
 #include <functional>
 #include <map>
-#include <regex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace nsrun_test::cow {
@@ -48,9 +48,15 @@ inline std::map<std::string, std::string> manifest(const std::string& root, cons
   return m;
 }
 
+// The 12 hex digits of "nsrun: run ID:" on the launch's stderr.
 inline std::string run_id_of(const std::string& err) {
-  std::smatch m;
-  if (std::regex_search(err, m, std::regex("nsrun: run ([0-9a-f]{12}):"))) return m[1];
+  constexpr std::string_view head = "nsrun: run ";
+  for (auto at = err.find(head); at != std::string::npos; at = err.find(head, at + 1)) {
+    const std::string id = err.substr(at + head.size(), 13);
+    if (id.size() == 13 && id[12] == ':' &&
+        id.find_first_not_of("0123456789abcdef") == 12)
+      return id.substr(0, 12);
+  }
   FAIL("no run id on stderr: " << err);
   return {};
 }

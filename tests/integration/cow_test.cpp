@@ -1,7 +1,7 @@
-// Issue 14 (copy-on-write workspace) and issue 17 (copy-on-write home):
-// the real workspace and the real home are never written by the command;
-// `nsrun changes` / `commit` / `discard` and `nsrun home diff` / `reset`
-// review and drop what it wrote. Every test checks the host's files.
+// The copy-on-write workspace and the copy-on-write home: the real workspace
+// and the real home are never written by the command; `nsrun changes` /
+// `commit` / `discard` and `nsrun home diff` / `reset` review and drop what
+// it wrote. Every test checks the host's files.
 #include "cow_support.hpp"
 #include "harness.hpp"
 
@@ -15,7 +15,6 @@
 #include <ctime>
 #include <functional>
 #include <map>
-#include <regex>
 #include <string>
 
 using namespace nsrun_test;

@@ -1,4 +1,4 @@
-// Issue 16, third pass: what the CPU cuts of the namespace rung rest on,
+// What the CPU cuts of the namespace rung rest on,
 // observed through a launch.
 #include "harness.hpp"
 

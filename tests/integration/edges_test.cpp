@@ -1,8 +1,8 @@
-// Issue 16, fourth pass: nsrun's own work before the clone and after the
-// command. What the launch promises at its two ends, looked at on the
-// host: a protected path created while the command runs is reported after
-// it (the scan after the run now walks only the paths not kept), and when
-// nsrun returns, its PID 1 and the command are gone, reaped.
+// nsrun's own work before the clone and after the command. What the launch
+// promises at its two ends, looked at on the host: a protected path created
+// while the command runs is reported after it (the scan after the run walks
+// only the paths not kept), and when nsrun returns, its PID 1 and the command
+// are gone, reaped.
 #include "harness.hpp"
 
 #include <catch2/catch_test_macros.hpp>
@@ -40,7 +40,7 @@ void git_layout(const TempDir& ws) {
 
 }  // namespace
 
-TEST_CASE("fourth pass: protected paths the host creates while the command runs are reported after it",
+TEST_CASE("protected paths the host creates while the command runs are reported after it",
           "[edges][protect]") {
   require_userns();
   for (bool report : {false, true}) {
@@ -83,7 +83,7 @@ TEST_CASE("fourth pass: protected paths the host creates while the command runs 
   }
 }
 
-TEST_CASE("fourth pass: when nsrun returns, its PID 1 and the command are gone", "[edges][process][cleanup]") {
+TEST_CASE("when nsrun returns, its PID 1 and the command are gone", "[edges][process][cleanup]") {
   require_userns();
   for (bool report : {false, true}) {
     DYNAMIC_SECTION((report ? "with --report" : "without a report")) {
@@ -118,7 +118,7 @@ TEST_CASE("fourth pass: when nsrun returns, its PID 1 and the command are gone",
   }
 }
 
-TEST_CASE("fourth pass: nsrun ends without its destructors, its output complete", "[edges][process]") {
+TEST_CASE("nsrun ends without its destructors, its output complete", "[edges][process]") {
   // nsrun now ends with _exit() once the launch is over (the Policy and
   // the statics are not freed one by one): everything it owes the caller
   // must be out by then, in both rungs' report paths.

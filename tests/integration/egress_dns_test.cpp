@@ -1,4 +1,4 @@
-// nsrun's own resolver and the DNS stub's CNAMEs (issue 13), against a
+// nsrun's own resolver and the DNS stub's CNAMEs, against a
 // DNS server of the test's: no --resolve-host, so every name goes through
 // /etc/hosts and resolv.conf as nsrun reads them.
 //

@@ -1,4 +1,4 @@
-// --network proxy on the Landlock rung (issue 13): the command shares the
+// --network proxy on the Landlock rung: the command shares the
 // host's network namespace, so what keeps it in is Landlock (no TCP connect
 // or bind at all), the rung's filter (TCP sockets only, no fast open) and
 // nsrun's answer to connect() (only the proxy; net/connector.hpp). Each

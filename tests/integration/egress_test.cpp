@@ -1,4 +1,4 @@
-// --network proxy (issue 13): what a command can reach through nsrun's
+// --network proxy: what a command can reach through nsrun's
 // egress proxy, and every trick to reach something else.
 //
 // Each test makes its own world: `unshare --user --map-root-user --net`

@@ -13,7 +13,7 @@
 #include "harness.hpp"
 
 #include <catch2/catch_test_macros.hpp>
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <fcntl.h>
 #include <linux/landlock.h>

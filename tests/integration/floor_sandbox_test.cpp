@@ -1,4 +1,4 @@
-// The sandbox's floor (issue 16, fourth pass): tools/nsrun-floor-sandbox.c,
+// The sandbox's floor: tools/nsrun-floor-sandbox.c,
 // the kernel work of nsrun's workspace-write launch with no policy logic,
 // is the yardstick of `nsrun bench`'s floor-sandbox rows. A floor that did
 // not really confine would measure nothing, so these tests hold it to the

@@ -15,7 +15,7 @@
 #include "rungs.hpp"
 
 #include <catch2/catch_test_macros.hpp>
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <dirent.h>
 #include <signal.h>

@@ -1,4 +1,4 @@
-// Issue 10, item 9: `--hide` covers a path, not an inode. A hard link to a
+// `--hide` covers a path, not an inode. A hard link to a
 // hidden file from outside the hidden directory still reaches its contents;
 // no mount can change that, so `nsrun explain` warns about such files and
 // the documentation says it next to `--hide`. These tests pin both: the

@@ -1,4 +1,4 @@
-// Issue 17: the copy-on-write home is the default in workspace-write and
+// The copy-on-write home is the default in workspace-write and
 // read-only modes (not in the bwrap dialect, not in full-access); where the
 // overlay is refused the launch falls back to redirecting the caches,
 // stated, on the same rung; the layer is made through no symlink, the

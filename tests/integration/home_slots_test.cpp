@@ -1,11 +1,11 @@
-// Issue 17, the home layer's work slots (src/layers/work_slots.hpp): each
-// launch on a layer holds a work directory of its own while it runs
-// (overlayfs's rule; concurrent launches share only the upper layer, and
-// all their writes land), reuses a free one rather than making one, and
-// leaves nothing behind: a launch killed with SIGKILL (nsrun and its PID 1)
-// frees its slot for the next, the slots past the kept ones go after their
-// run, and what the kernel would not clean in a slot (it would mount the
-// home read-only) is cleaned before the mount.
+// The home layer's work slots (src/layers/work_slots.hpp): each launch on a
+// layer holds a work directory of its own while it runs (overlayfs's rule;
+// concurrent launches share only the upper layer, and all their writes land),
+// reuses a free one rather than making one, and leaves nothing behind: a
+// launch killed with SIGKILL (nsrun and its PID 1) frees its slot for the
+// next, the slots past the kept ones go after their run, and what the kernel
+// would not clean in a slot (it would mount the home read-only) is cleaned
+// before the mount.
 #include "harness.hpp"
 
 #include <catch2/catch_test_macros.hpp>

@@ -1,4 +1,4 @@
-// Issue 17: everyday tools that write under $HOME work in a copy-on-write
+// Everyday tools that write under $HOME work in a copy-on-write
 // home, the second run finds their cache warm, and the real home stays
 // byte-identical. Offline: each test builds its own package; no registry is
 // reached. A tool this machine (or this user) lacks is a loud skip.

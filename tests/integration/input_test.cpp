@@ -1,15 +1,15 @@
-// Issue 10, items 2, 4, 10 and 12, attacked from outside: the command
-// plants a symlink, a hard link or a FIFO where `--report` will be written;
-// a policy smuggles a NUL into a path; inputs that never end; paths and
-// command names that would break the one-line message. Every case asserts
-// an effect on the host (a file unchanged, a marker absent, one line on
-// stderr), on both rungs where a rung is involved, and runs as root and as
-// the unprivileged user (tools/run-tests.sh runs the suite twice).
+// Bad input attacked from outside: the command plants a symlink, a hard link
+// or a FIFO where `--report` will be written; a policy smuggles a NUL into a
+// path; inputs that never end; paths and command names that would break the
+// one-line message. Every case asserts an effect on the host (a file
+// unchanged, a marker absent, one line on stderr), on both rungs where a rung
+// is involved, and runs as root and as the unprivileged user
+// (tools/run-tests.sh runs the suite twice).
 #include "harness.hpp"
 #include "rungs.hpp"
 
 #include <catch2/catch_test_macros.hpp>
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -57,7 +57,7 @@ RunResult run_bounded(const TempDir& ws, std::string_view before, std::string_vi
 
 }  // namespace
 
-// ---------------------------------------------------------------- --report (item 2)
+// ---------------------------------------------------------------- --report
 
 // The reproducer of the issue: `ln -sf /etc/important r.json` in the
 // command used to make nsrun overwrite /etc/important with the report. The
@@ -179,7 +179,7 @@ TEST_CASE("--report into a missing directory is refused before anything runs", "
   CHECK_FALSE(file_exists(ws / "ran"));
 }
 
-// ---------------------------------------------------------------- NUL (item 4)
+// ---------------------------------------------------------------- NUL
 
 // The reproducer: {"writable":["/\u0000/var/tmp/x"]} became a writable `/`.
 void nul_in_policy(Rung rung) {
@@ -211,7 +211,7 @@ void nul_in_policy(Rung rung) {
 }
 RUNG_CASE(nul_in_policy, "a NUL in a policy path, env entry or argument is refused; nothing runs", "[nul]")
 
-// ---------------------------------------------------------------- caps (item 10)
+// ---------------------------------------------------------------- caps
 
 TEST_CASE("an endless policy file is refused in one line, in bounded time and memory", "[input][cap]") {
   TempDir ws("ws");
@@ -243,7 +243,7 @@ TEST_CASE("bwrap --file and --seccomp from an endless fd: exit 1, one line", "[i
   }
 }
 
-// ---------------------------------------------------------------- messages (item 12)
+// ---------------------------------------------------------------- messages
 
 TEST_CASE("a path with a newline gives one line, the newline escaped", "[input][message]") {
   TempDir ws("ws");

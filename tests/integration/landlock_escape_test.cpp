@@ -1,13 +1,13 @@
-// Issue 10, items 1, 5 and 7: what the Landlock rung must keep beyond file
-// contents. Each attack is one nsrun-probe attempt inside; each test checks
-// the host afterwards (stat, xattrs, inode flags, the IPC object, the
-// process table, the TMPDIR), and a control run of the same probe outside
-// any sandbox shows the attack really changes the host when nothing stops
-// it, so a pass is not a broken measurement.
+// What the Landlock rung must keep beyond file contents. Each attack is one
+// nsrun-probe attempt inside; each test checks the host afterwards (stat,
+// xattrs, inode flags, the IPC object, the process table, the TMPDIR), and a
+// control run of the same probe outside any sandbox shows the attack really
+// changes the host when nothing stops it, so a pass is not a broken
+// measurement.
 #include "harness.hpp"
 
 #include <catch2/catch_test_macros.hpp>
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <fcntl.h>
 #include <linux/fs.h>

@@ -1,4 +1,4 @@
-// Issue 16, third pass: the Landlock rung's plan with fewer system calls.
+// The Landlock rung's plan with fewer system calls.
 // Each shortcut is held here to the assumption it rests on, so that the
 // test breaks when the assumption does.
 #include "harness.hpp"

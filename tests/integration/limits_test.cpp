@@ -1,4 +1,4 @@
-// Limits and verdicts (issue 15), as the host sees them: a fork bomb and a
+// Limits and verdicts, as the host sees them: a fork bomb and a
 // memory hog stop where they were told to, a command that ignores SIGTERM
 // and its daemonised children end at the timeout, a full tmpfs is the
 // command's problem only, and the report names each refused system call
@@ -11,7 +11,7 @@
 #include "reported.hpp"
 
 #include <catch2/catch_test_macros.hpp>
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <unistd.h>
 

@@ -5,7 +5,7 @@
 #include "probe_cmd.hpp"
 
 #include <catch2/catch_test_macros.hpp>
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <unistd.h>
 

@@ -1,5 +1,5 @@
-// Issue 14: protected paths inside writable roots; issue 17: credentials
-// hidden by default. Every test attacks and then looks at the host: the
+// Protected paths inside writable roots, and credentials hidden by
+// default. Every test attacks and then looks at the host: the
 // protected files byte for byte, the names in the directories, nothing left
 // behind.
 #include "harness.hpp"
@@ -256,7 +256,7 @@ TEST_CASE("protected paths: nsrun or PID 1 killed at any moment leaves nothing i
   CHECK(tree(ws.path()) == before);
 }
 
-// ---------------------------------------------------------------- issue 17
+// ---------------------------------------------------------------- hidden credentials
 
 TEST_CASE("hidden credentials: unreadable by name, through a symlink and /proc/self/root; --allow-read",
           "[protect][credentials]") {

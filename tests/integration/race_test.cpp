@@ -1,4 +1,4 @@
-// Issue 10 item 8: a writer racing the launch. A racer thread swaps a
+// A writer racing the launch. A racer thread swaps a
 // directory and a symlink under one name (renameat2 RENAME_EXCHANGE, so one
 // of the two names is always the directory and the other always the link)
 // while a bounded number of launches protect that name. No sleeps: the
@@ -17,7 +17,7 @@
 #include "racer.hpp"
 
 #include <catch2/catch_test_macros.hpp>
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <fcntl.h>
 #include <stdio.h>

@@ -1,8 +1,8 @@
-// Issue 10, item 3: a writable root of `/` (the workspace when nsrun was
-// started from /, or `--writable /`) must not cover the sandbox's own /proc,
-// /dev and /tmp. The bind of a writable root is recursive, so before the fix
-// it brought the host's /proc (every host process; /proc/sys writable as
-// root), /dev and /tmp back over the private ones, and /sys writable.
+// A writable root of `/` (the workspace when nsrun was started from /, or
+// `--writable /`) must not cover the sandbox's own /proc, /dev and /tmp. The
+// bind of a writable root is recursive, so bound after them it would bring
+// the host's /proc (every host process; /proc/sys writable as root), /dev and
+// /tmp back over the private ones, and /sys writable.
 //
 // What the tests assert on the host: the test's own pid is not in the
 // sandbox's /proc, a file the test made in the host's /tmp is not in the
@@ -12,7 +12,7 @@
 #include "harness.hpp"
 
 #include <catch2/catch_test_macros.hpp>
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <dirent.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-// Issue 10, item 6: host pathname sockets. A listening unix socket on the
+// Host pathname sockets. A listening unix socket on the
 // host is a door out of the sandbox (the container engine's socket is a
 // root shell), and `--network none` does not close it: it is a file.
 //
@@ -12,7 +12,7 @@
 #include "harness.hpp"
 
 #include <catch2/catch_test_macros.hpp>
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <fcntl.h>
 #include <sys/socket.h>

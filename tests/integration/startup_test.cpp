@@ -1,5 +1,4 @@
-// Issue 16 (start-up cost): the shortcuts taken for speed, each held to the
-// promise it must not weaken.
+// The shortcuts taken for speed, each held to the promise it must not weaken.
 #include "harness.hpp"
 
 #include <catch2/catch_test_macros.hpp>

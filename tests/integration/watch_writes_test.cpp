@@ -1,4 +1,4 @@
-// --watch-writes (issue 15): write attempts outside the writable roots are
+// --watch-writes: write attempts outside the writable roots are
 // listed in the report and the verdict as observations, while the command
 // gets exactly the answers it got without the watch (EROFS from the
 // namespace rung's mounts, EACCES from Landlock). The paths nsrun reads are
@@ -9,7 +9,7 @@
 #include "reported.hpp"
 
 #include <catch2/catch_test_macros.hpp>
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <map>
 #include <string>

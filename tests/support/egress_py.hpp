@@ -1,4 +1,4 @@
-// Python shared by the egress tests (issue 13), prepended to their
+// Python shared by the egress tests, prepended to their
 // servers' scripts.
 #pragma once
 

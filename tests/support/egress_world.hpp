@@ -1,4 +1,4 @@
-// The world of the egress tests (issue 13), shared by egress_test.cpp (the
+// The world of the egress tests, shared by egress_test.cpp (the
 // namespace rung) and egress_landlock_test.cpp: `unshare --user
 // --map-root-user --net` gives a network namespace of the test's own (only
 // loopback) where 198.18.0.1 and 169.254.169.254 are added to `lo` and small

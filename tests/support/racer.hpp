@@ -1,4 +1,4 @@
-// A writer racing a launch (issue 10 item 8): a thread swaps two names in
+// A writer racing a launch: a thread swaps two names in
 // one directory (renameat2 RENAME_EXCHANGE, so each name is always one of
 // the two objects) flat out until stopped. No sleeps: each launch is
 // whatever it hits. With the checks both race tests make: objects watched

@@ -1,4 +1,4 @@
-// The copy-on-write home is the default (issue 17): its layers go under
+// The copy-on-write home is the default: its layers go under
 // $XDG_STATE_HOME/nsrun/home, else ~/.local/state/nsrun/home. One private
 // state directory per run of the suite, so no test leaves layers in the
 // caller's real home (root's /root) and a test's own HOME stays

@@ -407,7 +407,7 @@ TEST_CASE("bwrap: the namespace rung is pinned; --proc follows the PID namespace
   CHECK(joined->policy.proc == ProcMode::fresh);
 }
 
-// Issue 11, "behaviours from bwrap's manual that differ today": the parts
+// "behaviours from bwrap's manual that differ today": the parts
 // decided while parsing. tests/integration/bwrap_manual_test.cpp runs them.
 
 TEST_CASE("bwrap: --size takes what bwrap's strtoull check takes", "[bwrap][manual]") {

@@ -1,6 +1,6 @@
 // nsrun names capabilities from a table of its own (src/ns/credentials.cpp)
 // instead of linking libcap into nsrun, whose library constructor costs
-// every nsrun process 6 prctl calls (issue 16). These hold the table to
+// every nsrun process 6 prctl calls. These hold the table to
 // libcap's names and numbers, so a kernel header or libcap that moves on
 // without the table fails here, not in a launch.
 #include <sys/capability.h>

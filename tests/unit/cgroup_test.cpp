@@ -1,4 +1,4 @@
-// The cgroup v2 path (issue 15) on a fake tree: this project's hosts are
+// The cgroup v2 path on a fake tree: this project's hosts are
 // cgroup v1 hybrids, where no v2 subtree can be delegated, so the steps
 // nsrun takes on a real delegated subtree (detection, the leaf for nsrun,
 // the controllers, the sandbox's cgroup and its limits, the events, the

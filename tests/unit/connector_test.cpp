@@ -1,4 +1,4 @@
-// --network proxy on the Landlock rung (issue 13), the pure parts: what a
+// --network proxy on the Landlock rung, the pure parts: what a
 // connect() address is judged to be, what the rung's filter refuses, and
 // what the ruleset handles. No kernel.
 #include <catch2/catch_test_macros.hpp>

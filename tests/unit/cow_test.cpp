@@ -1,4 +1,4 @@
-// The copy-on-write layers' pure parts (issues 14, 17): names, bases, the
+// The copy-on-write layers' pure parts: names, bases, the
 // plan's overlay steps, and changes / patch on plain directories.
 #include <catch2/catch_test_macros.hpp>
 

@@ -1,4 +1,4 @@
-// Issue 16, third pass: the namespace rung's CPU per launch. Each shortcut
+// The namespace rung's CPU per launch. Each shortcut
 // taken to save system calls has a test here that fails when the
 // assumption it rests on no longer holds.
 #include <catch2/catch_test_macros.hpp>
@@ -186,7 +186,7 @@ TEST_CASE("open_tree_attrs: the clone is read-only to its submounts, in one call
 // ---------------------------------------------------------------- the bench's cpu column
 // bwrap exits without waiting for its sandbox's PID 1 (which builds the
 // sandbox and reaps the payload): its time reached no rusage the bench saw,
-// so the bwrap row's cpu column, the one issue 16's CPU target is read
+// so the bwrap row's cpu column, the one the CPU target is read
 // against, left most of bwrap's work out.
 
 namespace {

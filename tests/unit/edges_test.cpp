@@ -1,6 +1,6 @@
-// Issue 16, fourth pass: nsrun's own work before the clone and after the
-// command. Each call saved rests on an assumption; each test here fails
-// when that assumption no longer holds.
+// nsrun's own work before the clone and after the command. Each call saved
+// rests on an assumption; each test here fails when that assumption no longer
+// holds.
 #include <catch2/catch_test_macros.hpp>
 
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-// `nsrun bench`'s floor-sandbox rows (issue 16, fourth pass) on a fake
+// `nsrun bench`'s floor-sandbox rows on a fake
 // clock and a fake launcher: which rows are paired with which floor, what
 // the table and the JSON say, and the --rows name. No process is spawned
 // and no speed is asserted.
@@ -63,8 +63,8 @@ TEST_CASE("each row is paired with the floor-sandbox rows of its own promise onl
   CHECK_THAT(nn[0].second, WithinAbs(1.5, 1e-9));
   REQUIRE(res.rows[7].sandbox_floor_ratios.size() == 2);
   CHECK_THAT(res.rows[7].sandbox_floor_ratios[0].second, WithinAbs(2.5, 1e-9));
-  // The floor's own ratio to the baseline is the question of the fourth
-  // pass: can anything with this promise be at 0.50x bwrap here?
+  // The floor's own ratio to the baseline answers whether anything with
+  // this promise can be at 0.50x bwrap here.
   REQUIRE(res.rows[0].ratio);
   CHECK_THAT(*res.rows[0].ratio, WithinAbs(0.4, 1e-9));
 

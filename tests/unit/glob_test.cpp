@@ -6,7 +6,7 @@
 #include <string>
 
 #include <catch2/catch_test_macros.hpp>
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include "policy/glob.hpp"
 

@@ -1,4 +1,4 @@
-// Issue 17: the copy-on-write home as the presets' default, and its
+// The copy-on-write home as the presets' default, and its
 // cache-redirect fallback's pure parts (launch/home_fallback.hpp).
 #include <catch2/catch_test_macros.hpp>
 

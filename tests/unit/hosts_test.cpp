@@ -1,4 +1,4 @@
-// Host rules of --network proxy (issue 13): each trick a command could use
+// Host rules of --network proxy: each trick a command could use
 // to reach a host the rules do not allow, against the pure decision.
 #include <catch2/catch_test_macros.hpp>
 

@@ -1,4 +1,4 @@
-// Host names outside ASCII (issue 13): RFC 3492's Punycode, both ways,
+// Host names outside ASCII: RFC 3492's Punycode, both ways,
 // and the canonical form rules and requests share.
 #include <catch2/catch_test_macros.hpp>
 

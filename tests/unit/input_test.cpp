@@ -1,8 +1,8 @@
-// Bad input that once got through or took nsrun down (issue 10, items 2, 4,
-// 10 and 12), checked without privileges: NUL bytes in policy strings, the
-// size caps on whole reads, messages that stay one line however hostile the
-// path, errors that cross the channel whole, the report's opening rules and
-// the deleted working directory.
+// Bad input that would get through or take nsrun down, checked without
+// privileges: NUL bytes in policy strings, the size caps on whole reads,
+// messages that stay one line however hostile the path, errors that cross the
+// channel whole, the report's opening rules and the deleted working
+// directory.
 #include <catch2/catch_test_macros.hpp>
 
 #include <fcntl.h>
@@ -82,7 +82,7 @@ LaunchReport sample_report() {
 
 }  // namespace
 
-// ---------------------------------------------------------------- NUL (item 4)
+// ---------------------------------------------------------------- NUL
 
 TEST_CASE("a NUL in any policy string that becomes a path, name or argument is refused", "[input][nul]") {
   const std::string nul_path = "/\0/var/tmp/x"s;
@@ -168,7 +168,7 @@ TEST_CASE("policy JSON refuses \\u0000 in every string but file data", "[input][
   CHECK(data->mounts[0].data == "a\0b"s);
 }
 
-// ---------------------------------------------------------------- caps (item 10)
+// ---------------------------------------------------------------- caps
 
 TEST_CASE("read_all stops one byte past its cap with EFBIG", "[input][cap]") {
   int fds[2];
@@ -199,7 +199,7 @@ TEST_CASE("a policy file larger than the cap is refused in one line, without rea
   CHECK(p.error().message() == "--policy: /dev/zero: larger than 16777216 bytes");
 }
 
-// ---------------------------------------------------------------- messages (item 12)
+// ---------------------------------------------------------------- messages
 
 TEST_CASE("printable escapes control bytes and keeps everything else", "[input][message]") {
   CHECK(printable("plain /path/with spaces") == "plain /path/with spaces");
@@ -269,7 +269,7 @@ TEST_CASE("a gone working directory is named as such, not as an empty --workspac
   CHECK(given->policy.workspace == "/tmp");
 }
 
-// ---------------------------------------------------------------- report (item 2)
+// ---------------------------------------------------------------- report
 
 TEST_CASE("report paths split into parent and name; names that are not files are refused", "[input][report]") {
   using P = std::pair<std::string, std::string>;

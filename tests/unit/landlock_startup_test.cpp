@@ -1,4 +1,4 @@
-// Issue 16: the Landlock rung's plan for hidden credentials, cheaper per
+// The Landlock rung's plan for hidden credentials, cheaper per
 // launch. A listed directory (trailing '/') gets a rule opened with
 // O_DIRECTORY and no fstat; anything else keeps the fstat.
 #include <catch2/catch_test_macros.hpp>
@@ -53,7 +53,7 @@ TEST_CASE("Landlock plan: listed directories are marked, the rest and the hidden
   CHECK_FALSE(rule("/home/u/.ssh/"));
   CHECK_FALSE(rule("/home/u/"));
   CHECK(std::none_of(r->rules.begin(), r->rules.end(), [](const PathRule& x) { return x.path.ends_with('/') && x.path != "/"; }));
-  // Third pass: a listed non-directory is marked a file (its rights masked
+  // A listed non-directory is marked a file (its rights masked
   // to the file rights, no fstat); a directory or an ancestor never is.
   CHECK(rule("/vmlinuz")->file);
   CHECK(rule("/home/u/.profile")->file);

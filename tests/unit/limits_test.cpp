@@ -1,4 +1,4 @@
-// Limits (issue 15) without privileges: the value syntaxes, the choice of
+// Limits without privileges: the value syntaxes, the choice of
 // mechanism per limit (never claimed when not real), the Policy JSON round
 // trip, the notifying filter's shape and the --verdict line.
 #include <catch2/catch_test_macros.hpp>

@@ -1,8 +1,7 @@
-// Issue 10 items 8 and 11 and issue 12, the parts testable without root: which plan
-// steps resolve their paths through no symlink, which must land on the
-// object they cloned, the collapse of repeated mounts on one destination,
-// and the executor's refusals (in forked children with their own user and
-// mount namespaces).
+// Mount races, the parts testable without root: which plan steps resolve
+// their paths through no symlink, which must land on the object they cloned,
+// the collapse of repeated mounts on one destination, and the executor's
+// refusals (in forked children with their own user and mount namespaces).
 #include <catch2/catch_test_macros.hpp>
 
 #include <fcntl.h>
@@ -346,7 +345,7 @@ TEST_CASE("executor: a path bound onto itself must land on the object it cloned"
 }
 
 // ---------------------------------------------------------------- executor: created paths
-// Issue 12: the paths the executor creates in the new root and the
+// The paths the executor creates in the new root and the
 // destinations it mounts on never pass through a symlink or a '..'. The new
 // root is a tmpfs the steps fill, so every symlink here is one the plan
 // itself made, as a hostile earlier step or a bwrap caller would.

@@ -1,5 +1,5 @@
 // The option table (src/cli/options.cpp) is the one place an option is
-// declared (issue 12): these tests hold the other places to it: --help of
+// declared: these tests hold the other places to it: --help of
 // both dialects, the man page, the Policy JSON fields, and the names
 // errors use.
 #include <catch2/catch_test_macros.hpp>

@@ -1,9 +1,8 @@
-// Issue 16, the 1000-bind row: mark_host_views() walks a tree of path
-// components and collapse_duplicates() asks a hash set first, instead of
-// ordered maps of whole paths. Both are held here to their definitions,
-// written as the slowest obvious scans (quadratic, no shared state), on
-// hand-picked and on generated mount lists, and make_plan() on the
-// options that reach them.
+// mark_host_views() walks a tree of path components and collapse_duplicates()
+// asks a hash set first, instead of ordered maps of whole paths. Both are
+// held here to their definitions, written as the slowest obvious scans
+// (quadratic, no shared state), on hand-picked and on generated mount lists,
+// and make_plan() on the options that reach them.
 #include <catch2/catch_test_macros.hpp>
 
 #include <optional>
@@ -11,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include "mount/plan.hpp"
 #include "plan_support.hpp"

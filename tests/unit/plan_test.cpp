@@ -16,7 +16,7 @@ using Op = MountStep::Op;
 
 namespace {
 
-// The protected paths of the writable roots (issue 14) come after every mount.
+// The protected paths of the writable roots come after every mount.
 std::size_t protect_steps(const LaunchPlan& plan) {
   return static_cast<std::size_t>(
       std::count_if(plan.mounts.begin(), plan.mounts.end(), [](const MountStep& s) { return s.op == Op::protect; }));
@@ -175,7 +175,7 @@ TEST_CASE("a writable /: the private /dev, /proc, /tmp come after its bind, /sys
   CHECK(index_of(*plan, Op::proc, "/proc") < index_of(*plan, Op::bind, "/proc/sys"));
 }
 
-// Issue 10, item 6: hidden host sockets are covered last, where the host's
+// Hidden host sockets are covered last, where the host's
 // is what the sandbox shows.
 TEST_CASE("hidden sockets: /dev/null over a socket, a tmpfs over a directory, after every other mount") {
   Policy p = workspace_policy();

@@ -241,7 +241,7 @@ TEST_CASE("front end resolves the host backend from option, variable, marker") {
   CHECK(parse({"true"}, c)->policy.host_backend == "lakebox");
 }
 
-// Issue 10, item 3: a writable `/` must not cover the private /dev, /proc
+// A writable `/` must not cover the private /dev, /proc
 // and /tmp (its bind is recursive and brings the host's along).
 TEST_CASE("a writable / is bound before the private /dev, /proc and /tmp, with /sys read-only") {
   for (int variant = 0; variant < 2; ++variant) {
@@ -329,7 +329,7 @@ TEST_CASE("validation: no writable root resolves to / by another name, or reache
   CHECK(ws.error().message() == "--workspace /proc: inside /proc, which the sandbox keeps its own");
 }
 
-// Issue 10, item 6: the well-known sockets, from a given environment.
+// The well-known sockets, from a given environment.
 namespace {
 bool has_path(const std::vector<KnownSocket>& list, std::string_view path, bool dir) {
   return std::any_of(list.begin(), list.end(), [&](const KnownSocket& s) { return s.path == path && s.dir == dir; });

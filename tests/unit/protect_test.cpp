@@ -1,6 +1,7 @@
-// Issues 14 and 17, the pure parts: the protected set and its matching rule
-// (what `nsrun commit` asks), the decision for a missing path, the hidden
-// credentials from a given host, the plan's steps and the Landlock split.
+// Protected paths and hidden credentials, the pure parts: the protected set
+// and its matching rule (what `nsrun commit` asks), the decision for a
+// missing path, the hidden credentials from a given host, the plan's steps
+// and the Landlock split.
 #include <catch2/catch_test_macros.hpp>
 
 #include <algorithm>
@@ -206,7 +207,7 @@ TEST_CASE("Landlock: hidden credentials by reading everything beside them; prote
   CHECK(rule("/home/v"));
   CHECK(rule("/home/u/.profile"));
   // Opened through no symlink: one swapped in after the listing fails the
-  // launch instead of granting its target (issue 16).
+  // launch instead of granting its target.
   CHECK(rule("/home/u/.profile")->no_symlinks);
   CHECK_FALSE(rule("/home/u/.npmrc"));
   CHECK_FALSE(rule("/home/u/.ssh"));
@@ -230,7 +231,7 @@ TEST_CASE("Landlock: hidden credentials by reading everything beside them; prote
   CHECK(prot.error().item.starts_with("protected path /srv/ws/.git/config"));
 }
 
-// Attack review: a workspace on a case-insensitive file system reaches
+// A workspace on a case-insensitive file system reaches
 // .git/hooks through any spelling; commit must refuse them all.
 TEST_CASE("match_protected: any case spelling of a protected path", "[unit][protect][attack]") {
   const std::vector<std::string> set = {".git/hooks", ".envrc"};

@@ -1,10 +1,10 @@
-// nsrun's own resolver (issue 13): resolv.conf and /etc/hosts, the query
+// nsrun's own resolver: resolv.conf and /etc/hosts, the query
 // it sends and every way a reply can lie to it.
 #include <catch2/catch_test_macros.hpp>
 
 #include <random>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include "net/resolve.hpp"
 #include "net/wire.hpp"

@@ -310,7 +310,7 @@ TEST_CASE("the filter key captures every policy field the filter reads") {
   CHECK(filter_key(p, FilterRung::landlock).index() == 16 + 8 + 4 + 2);
 }
 
-// Issue 10, items 1 and 5: what Landlock cannot confine to the writable
+// What Landlock cannot confine to the writable
 // roots (file metadata) or does not isolate (host IPC) is refused on the
 // Landlock rung, and only there.
 namespace {
@@ -385,7 +385,7 @@ TEST_CASE("the Landlock rung's rules refuse in log mode and with --seccomp none,
   }
 }
 
-// Issue 10, item 6: AF_UNIX sockets refused for --unix-sockets none on both
+// AF_UNIX sockets refused for --unix-sockets none on both
 // rungs, and on the Landlock rung whenever a host socket is to be hidden
 // (Landlock cannot stop connect() to a path); socketpair always stays.
 TEST_CASE("--unix-sockets none and hidden sockets on the Landlock rung refuse AF_UNIX, not socketpair",

@@ -1,4 +1,4 @@
-// Typed errors (issue 12): the ladder's decisions and the bwrap dialect's
+// Typed errors: the ladder's decisions and the bwrap dialect's
 // words come from an error's Operation, never from its text, and the error
 // crosses the channel from PID 1 whole, or not at all.
 #include <catch2/catch_test_macros.hpp>

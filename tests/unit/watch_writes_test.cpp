@@ -1,4 +1,4 @@
-// --watch-writes (issue 15) without privileges: which calls the watch
+// --watch-writes without privileges: which calls the watch
 // filter sends (flags tested in BPF), where each rung lets the command
 // write, path resolution, and the verdict's wording.
 #include <catch2/catch_test_macros.hpp>

@@ -1,4 +1,4 @@
-// The egress proxy's parsers (issue 13): HTTP heads, authorities, the TLS
+// The egress proxy's parsers: HTTP heads, authorities, the TLS
 // server name and DNS, including the malformed inputs a command controls.
 #include <catch2/catch_test_macros.hpp>
 
