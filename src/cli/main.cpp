@@ -61,6 +61,12 @@ int main(int argc, char** argv) {
   // Before anything else: the bench's payload where there is no /bin/true.
   if (argc == 2 && argv[1] == nsrun::bench_noop_flag) return 0;
   std::vector<std::string> args(argv + 1, argv + argc);
+  // Nothing at all asked: what nsrun is and how to ask it, not a
+  // one-line refusal of a command nobody gave. Nothing runs, so 125.
+  if (args.empty() && argc > 0 && std::string_view(argv[0]).find("bwrap") == std::string_view::npos) {
+    fmt::print(stderr, "{}", nsrun::native_usage());
+    return 125;
+  }
   // The bwrap dialect: called as `bwrap` (a symlink), as `nsrun bwrap ...`,
   // or explained with `nsrun explain --bwrap ...`.
   const char* slash = argc > 0 ? std::strrchr(argv[0], '/') : nullptr;
@@ -101,6 +107,7 @@ int main(int argc, char** argv) {
       break;
   }
   if (auto r = nsrun::validate(inv->policy, true, inv->mount_options); !r) return report(r.error());
+  if (auto note = nsrun::workspace_note(inv->policy)) fmt::print(stderr, "{}", *note);
   const int code = nsrun::run(inv->policy);
   // The launch is over (PID 1 reaped, the report written): the process
   // ends here rather than by returning, so the Policy, the option table

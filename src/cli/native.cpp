@@ -1,6 +1,7 @@
 #include "cli/native.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <pwd.h>
 #include <unistd.h>
 
@@ -127,7 +128,11 @@ Result<Invocation> parse_native(std::span<const std::string> args, const CallerC
       arg.resize(eq);
     }
     const OptionSpec* opt = find_option(Dialect::native, arg);
-    if (opt == nullptr) return fail(usage_error(arg, "unknown option (see nsrun --help)"));
+    if (opt == nullptr) {
+      if (auto near = nearest_option(Dialect::native, arg))
+        return fail(usage_error(arg, fmt::format("unknown option; did you mean {}? (see nsrun --help)", *near)));
+      return fail(usage_error(arg, "unknown option (see nsrun --help)"));
+    }
     if (!values.empty() && opt->arity != 1) return fail(usage_error(arg, "does not take '=' (give values as separate arguments)"));
     while (static_cast<int>(values.size()) < opt->arity) {
       if (i + 1 >= args.size()) return fail(usage_error(arg, fmt::format("needs a value: {}", opt->native.metavar)));
@@ -226,6 +231,21 @@ Result<Invocation> parse_native(std::span<const std::string> args, const CallerC
     p.host_backend = detect_backend(state.host_backend ? state.host_backend : ctx.host_backend_env,
                                     ctx.lakebox_marker);
   return inv;
+}
+
+std::optional<std::string> workspace_note(const Policy& p) {
+  if (p.mode != Mode::workspace_write || !p.preset || p.workspace_mode != WorkspaceMode::direct) return std::nullopt;
+  if (::faccessat(AT_FDCWD, p.workspace.c_str(), W_OK, AT_EACCESS) == 0) return std::nullopt;
+  const int err = errno;
+  if (err != EACCES && err != EROFS) return std::nullopt;
+  struct stat st{};
+  if (::stat(p.workspace.c_str(), &st) != 0) return std::nullopt;
+  const std::string why = err == EROFS ? std::string("is on a read-only file system")
+                                       : fmt::format("is not writable by uid {} (owner {}, mode {:04o})", ::geteuid(),
+                                                     st.st_uid, st.st_mode & 07777);
+  return fmt::format("nsrun: note: the workspace {} {}: the command's writes there will fail (run as a user who "
+                     "may write it, or give --workspace DIR or --workspace-mode cow)\n",
+                     p.workspace, why);
 }
 
 std::string native_usage() {

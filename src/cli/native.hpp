@@ -54,6 +54,12 @@ std::optional<std::string> home_in_passwd(std::string_view text, unsigned uid);
 // `args` excludes the program name.
 Result<Invocation> parse_native(std::span<const std::string> args, const CallerContext& ctx);
 
+// A note for stderr before a direct workspace-write run whose workspace
+// the caller may not write (another user's tree after `sudo -u`, a
+// read-only mount): every write of the command would fail, each with its
+// own riddle. nullopt: nothing to say.
+std::optional<std::string> workspace_note(const Policy& p);
+
 std::string native_usage();
 
 // Whether `arg` is one of the native command line's options.
