@@ -61,17 +61,17 @@ int main(int argc, char** argv) {
   // Before anything else: the bench's payload where there is no /bin/true.
   if (argc == 2 && argv[1] == nsrun::bench_noop_flag) return 0;
   std::vector<std::string> args(argv + 1, argv + argc);
-  // Nothing at all asked: what nsrun is and how to ask it, not a
-  // one-line refusal of a command nobody gave. Nothing runs, so 125.
-  if (args.empty() && argc > 0 && std::string_view(argv[0]).find("bwrap") == std::string_view::npos) {
-    fmt::print(stderr, "{}", nsrun::native_usage());
-    return 125;
-  }
   // The bwrap dialect: called as `bwrap` (a symlink), as `nsrun bwrap ...`,
   // or explained with `nsrun explain --bwrap ...`.
   const char* slash = argc > 0 ? std::strrchr(argv[0], '/') : nullptr;
   const std::string_view base = argc > 0 ? (slash ? slash + 1 : argv[0]) : "";
   if (base == "bwrap" || (argc > 0 && bwrap_first_argument(args))) return nsrun::bwrap_main(argv[0], args);
+  // Nothing at all asked: what nsrun is and how to ask it, not a
+  // one-line refusal of a command nobody gave. Nothing runs, so 125.
+  if (args.empty()) {
+    fmt::print(stderr, "{}", nsrun::native_usage());
+    return 125;
+  }
   if (!args.empty() && args[0] == "bwrap")
     return nsrun::bwrap_main("nsrun bwrap", std::span<const std::string>(args).subspan(1));
   if (args.size() >= 2 && args[0] == "explain" && args[1] == "--bwrap")
