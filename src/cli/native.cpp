@@ -19,6 +19,7 @@
 #include "cli/options.hpp"
 #include "policy/cow.hpp"
 #include "policy/protect.hpp"
+#include "policy/settings_copy.hpp"
 #include "probe/backend.hpp"
 #include "sys/fd.hpp"
 #include "sys/io.hpp"
@@ -76,6 +77,18 @@ std::optional<std::string> read_account_home() {
 }
 #endif
 
+std::optional<std::string> read_settings_file(const std::string& path) {
+  // O_NONBLOCK: a FIFO put at ~/.npmrc must not hang the launch.
+  Fd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (!fd) return std::nullopt;
+  struct stat st{};
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || static_cast<std::size_t>(st.st_size) > settings_copy_max)
+    return std::nullopt;
+  auto text = read_all(fd.get(), "read", path, settings_copy_max + 1);
+  if (!text || text->size() > settings_copy_max) return std::nullopt;
+  return std::move(*text);
+}
+
 }  // namespace
 
 CallerContext read_caller_context() {
@@ -93,6 +106,7 @@ CallerContext read_caller_context() {
   ctx.xdg_state_home = var("XDG_STATE_HOME");
   ctx.account_home = read_account_home();
   ctx.lookup = lookup_host_path;
+  ctx.read_settings = read_settings_file;
   return ctx;
 }
 
@@ -203,6 +217,20 @@ Result<Invocation> parse_native(std::span<const std::string> args, const CallerC
     for (auto& h : *hidden)
       if (std::find(p.hidden_paths.begin(), p.hidden_paths.end(), h) == p.hidden_paths.end())
         p.hidden_paths.push_back(std::move(h));
+    // The settings files among them get their copy now, read once: what
+    // the command sees is what was filtered, whatever changes after.
+    if (p.settings_copy && ctx.read_settings)
+      for (const auto& h : p.hidden_paths) {
+        if (h.ends_with('/')) continue;
+        if (!has_settings_copy(std::string_view(h).substr(h.find_last_of('/') + 1))) continue;
+        if (std::any_of(p.settings_copies.begin(), p.settings_copies.end(),
+                        [&](const SettingsCopy& c) { return c.path == h; }))
+          continue;
+        auto text = ctx.read_settings(h);
+        if (!text) continue;
+        auto copy = settings_copy(std::string_view(h).substr(h.find_last_of('/') + 1), *text);
+        if (copy) p.settings_copies.push_back({h, std::move(copy->text)});
+      }
   }
   // Where git really takes hooks and config from in each writable root
   // (core.hooksPath, a .git file's gitdir, submodules): protected with the

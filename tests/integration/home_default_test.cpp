@@ -226,8 +226,10 @@ TEST_CASE("cow home: each default credential stays unreadable and unwritable; no
       if (rung == Rung::landlock) require_landlock();
       // Reads by name, through symlinks (one in the home, one in the
       // workspace) and /proc/self/root.
+      // Hidden whole: ~/.npmrc's copy without its secrets is held by the
+      // settings-copy tests (hidden_credentials_test.cpp).
       std::vector<std::string> args = rung_options(rung);
-      args.insert(args.end(), {"--", "sh", "-c",
+      args.insert(args.end(), {"--no-settings-copy", "--", "sh", "-c",
                                "for f in " + files + "; do cat \"$HOME/$f\"; cat \"/proc/self/root$HOME/$f\"; done "
                                "2>/dev/null; cat ~/key-link npmrc-link 2>/dev/null; "
                                "cat ~/.bashrc; echo ok > ~/.ok 2>/dev/null; true"});
@@ -252,7 +254,7 @@ TEST_CASE("cow home: each default credential stays unreadable and unwritable; no
       "mv \"$HOME/$d\" \"$HOME/$d.gone\" 2>/dev/null && echo \"moved $d\"; "
       "rm -rf \"$HOME/$d\" 2>/dev/null; test -d \"$HOME/$d\" || echo \"removed $d\"; done; "
       "echo ok > ~/.ok && echo layer-ok";
-  RunResult w = nsrun({"--", "sh", "-c", writes}, h.opts());
+  RunResult w = nsrun({"--no-settings-copy", "--", "sh", "-c", writes}, h.opts());
   INFO(w.err);
   CHECK(w.out == "layer-ok\n");
   CHECK(manifest(h.home.path()) == before);
