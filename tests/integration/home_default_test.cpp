@@ -265,7 +265,7 @@ TEST_CASE("cow home: each default credential stays unreadable and unwritable; no
   for (const auto& [path, what] : manifest(upper)) CHECK(what.find("SECRET") == std::string::npos);
 
   // --allow-read: readable, still read-only, nothing copied up.
-  RunResult a = nsrun({"--allow-read", h.home / ".ssh", "--", "sh", "-c",
+  RunResult a = nsrun({"--no-settings-copy", "--allow-read", h.home / ".ssh", "--", "sh", "-c",
                        "cat ~/.ssh/id_ed25519; echo evil >> ~/.ssh/id_ed25519 2>/dev/null && echo wrote; "
                        "touch ~/.ssh/new 2>/dev/null && echo made; cat ~/.npmrc 2>/dev/null; true"},
                       h.opts());
