@@ -1,5 +1,7 @@
 #include "cli/explain.hpp"
 
+#include <algorithm>
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -110,7 +112,15 @@ std::string protection_lines(const Policy& policy) {
                                 : "hidden credentials: none (--hide-defaults none)\n";
   } else {
     out += "hidden credentials (reads fail; both rungs):\n";
-    for (const auto& h : policy.hidden_paths) out += fmt::format("  {}\n", printable(h));
+    for (const auto& h : policy.hidden_paths) {
+      const bool copied = policy.settings_copy &&
+                          std::any_of(policy.settings_copies.begin(), policy.settings_copies.end(),
+                                      [&](const SettingsCopy& c) { return c.path == h; });
+      out += fmt::format("  {}{}\n", printable(h),
+                         copied ? " (namespace rung: a read-only copy without its credential lines; "
+                                  "Landlock rung: hidden whole; --no-settings-copy hides it whole)"
+                                : "");
+    }
     out += "  (the default set, with reasons:";
     for (const auto& d : default_credentials()) out += fmt::format(" ~/{}: {};", d.path, d.why);
     out += ")\n";

@@ -69,6 +69,12 @@ int main(int argc, char** argv) {
   const char* slash = argc > 0 ? std::strrchr(argv[0], '/') : nullptr;
   const std::string_view base = argc > 0 ? (slash ? slash + 1 : argv[0]) : "";
   if (base == "bwrap" || (argc > 0 && bwrap_first_argument(args))) return nsrun::bwrap_main(argv[0], args);
+  // Nothing at all asked: what nsrun is and how to ask it, not a
+  // one-line refusal of a command nobody gave. Nothing runs, so 125.
+  if (args.empty()) {
+    fmt::print(stderr, "{}", nsrun::native_usage());
+    return 125;
+  }
   if (!args.empty() && args[0] == "bwrap")
     return nsrun::bwrap_main("nsrun bwrap", std::span<const std::string>(args).subspan(1));
   if (args.size() >= 2 && args[0] == "explain" && args[1] == "--bwrap")
@@ -111,6 +117,7 @@ int main(int argc, char** argv) {
       break;
   }
   if (auto r = nsrun::validate(inv->policy, true, inv->mount_options); !r) return report(r.error());
+  if (auto note = nsrun::workspace_note(inv->policy)) fmt::print(stderr, "{}", *note);
   const int code = nsrun::run(inv->policy);
   // The launch is over (PID 1 reaped, the report written): the process
   // ends here rather than by returning, so the Policy, the option table

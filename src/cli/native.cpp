@@ -1,6 +1,7 @@
 #include "cli/native.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <pwd.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 #include "cli/options.hpp"
 #include "policy/cow.hpp"
 #include "policy/protect.hpp"
+#include "policy/settings_copy.hpp"
 #include "probe/backend.hpp"
 #include "sys/fd.hpp"
 #include "sys/io.hpp"
@@ -75,6 +77,18 @@ std::optional<std::string> read_account_home() {
 }
 #endif
 
+std::optional<std::string> read_settings_file(const std::string& path) {
+  // O_NONBLOCK: a FIFO put at ~/.npmrc must not hang the launch.
+  Fd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (!fd) return std::nullopt;
+  struct stat st{};
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || static_cast<std::size_t>(st.st_size) > settings_copy_max)
+    return std::nullopt;
+  auto text = read_all(fd.get(), "read", path, settings_copy_max + 1);
+  if (!text || text->size() > settings_copy_max) return std::nullopt;
+  return std::move(*text);
+}
+
 }  // namespace
 
 CallerContext read_caller_context() {
@@ -92,6 +106,7 @@ CallerContext read_caller_context() {
   ctx.xdg_state_home = var("XDG_STATE_HOME");
   ctx.account_home = read_account_home();
   ctx.lookup = lookup_host_path;
+  ctx.read_settings = read_settings_file;
   return ctx;
 }
 
@@ -127,7 +142,11 @@ Result<Invocation> parse_native(std::span<const std::string> args, const CallerC
       arg.resize(eq);
     }
     const OptionSpec* opt = find_option(Dialect::native, arg);
-    if (opt == nullptr) return fail(usage_error(arg, "unknown option (see nsrun --help)"));
+    if (opt == nullptr) {
+      if (auto near = nearest_option(Dialect::native, arg))
+        return fail(usage_error(arg, fmt::format("unknown option; did you mean {}? (see nsrun --help)", *near)));
+      return fail(usage_error(arg, "unknown option (see nsrun --help)"));
+    }
     if (!values.empty() && opt->arity != 1) return fail(usage_error(arg, "does not take '=' (give values as separate arguments)"));
     while (static_cast<int>(values.size()) < opt->arity) {
       if (i + 1 >= args.size()) return fail(usage_error(arg, fmt::format("needs a value: {}", opt->native.metavar)));
@@ -198,6 +217,20 @@ Result<Invocation> parse_native(std::span<const std::string> args, const CallerC
     for (auto& h : *hidden)
       if (std::find(p.hidden_paths.begin(), p.hidden_paths.end(), h) == p.hidden_paths.end())
         p.hidden_paths.push_back(std::move(h));
+    // The settings files among them get their copy now, read once: what
+    // the command sees is what was filtered, whatever changes after.
+    if (p.settings_copy && ctx.read_settings)
+      for (const auto& h : p.hidden_paths) {
+        if (h.ends_with('/')) continue;
+        if (!has_settings_copy(std::string_view(h).substr(h.find_last_of('/') + 1))) continue;
+        if (std::any_of(p.settings_copies.begin(), p.settings_copies.end(),
+                        [&](const SettingsCopy& c) { return c.path == h; }))
+          continue;
+        auto text = ctx.read_settings(h);
+        if (!text) continue;
+        auto copy = settings_copy(std::string_view(h).substr(h.find_last_of('/') + 1), *text);
+        if (copy) p.settings_copies.push_back({h, std::move(copy->text)});
+      }
   }
   // Where git really takes hooks and config from in each writable root
   // (core.hooksPath, a .git file's gitdir, submodules): protected with the
@@ -226,6 +259,21 @@ Result<Invocation> parse_native(std::span<const std::string> args, const CallerC
     p.host_backend = detect_backend(state.host_backend ? state.host_backend : ctx.host_backend_env,
                                     ctx.lakebox_marker);
   return inv;
+}
+
+std::optional<std::string> workspace_note(const Policy& p) {
+  if (p.mode != Mode::workspace_write || !p.preset || p.workspace_mode != WorkspaceMode::direct) return std::nullopt;
+  if (::faccessat(AT_FDCWD, p.workspace.c_str(), W_OK, AT_EACCESS) == 0) return std::nullopt;
+  const int err = errno;
+  if (err != EACCES && err != EROFS) return std::nullopt;
+  struct stat st{};
+  if (::stat(p.workspace.c_str(), &st) != 0) return std::nullopt;
+  const std::string why = err == EROFS ? std::string("is on a read-only file system")
+                                       : fmt::format("is not writable by uid {} (owner {}, mode {:04o})", ::geteuid(),
+                                                     st.st_uid, st.st_mode & 07777);
+  return fmt::format("nsrun: note: the workspace {} {}: the command's writes there will fail (run as a user who "
+                     "may write it, or give --workspace DIR or --workspace-mode cow)\n",
+                     p.workspace, why);
 }
 
 std::string native_usage() {

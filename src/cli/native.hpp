@@ -1,6 +1,7 @@
 // The native front end: nsrun's own command line -> Policy.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -40,6 +41,10 @@ struct CallerContext {
   // entry, or none could be read), asked here, before anything runs and
   // never again (NSS after the root changes would read the sandbox's).
   std::optional<std::string> account_home;
+  // Reads a hidden settings file for its copy (policy/settings_copy.hpp):
+  // a regular file of at most settings_copy_max bytes, opened through no
+  // symlink; nullopt otherwise (it stays hidden whole). Unset: no copies.
+  std::function<std::optional<std::string>(const std::string&)> read_settings;
 };
 
 CallerContext read_caller_context();
@@ -53,6 +58,12 @@ std::optional<std::string> home_in_passwd(std::string_view text, unsigned uid);
 
 // `args` excludes the program name.
 Result<Invocation> parse_native(std::span<const std::string> args, const CallerContext& ctx);
+
+// A note for stderr before a direct workspace-write run whose workspace
+// the caller may not write (another user's tree after `sudo -u`, a
+// read-only mount): every write of the command would fail, each with its
+// own riddle. nullopt: nothing to say.
+std::optional<std::string> workspace_note(const Policy& p);
 
 std::string native_usage();
 

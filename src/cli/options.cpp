@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstdint>
 
 #include <fmt/format.h>
 
@@ -380,6 +381,9 @@ std::span<const OptionSpec> option_table() {
        .arity = 1, .set = default_set(&Policy::hide_defaults)},
       {.native = {"--allow-read", "PATH", "do not hide this default credential path (repeatable)"},
        .json = "allow_read", .arity = 1, .set = append_string(&Policy::allow_read)},
+      {.native = {"--no-settings-copy", "",
+                  "hide ~/.npmrc and ~/.pypirc whole instead of showing a copy without their credential lines"},
+       .json = "settings_copy", .set = set_value(&Policy::settings_copy, false)},
       {.native = {"--allow-nested-userns", "", "let the command make user namespaces of its own"},
        .json = "allow_nested_userns", .set = set_value(&Policy::allow_nested_userns, true)},
       {.native = {"--share-ipc", "", "keep the host's IPC namespace"}, .set = share_namespace(&Namespaces::ipc)},
@@ -648,6 +652,49 @@ const OptionSpec* find_option(Dialect dialect, std::string_view arg) {
     if (dialect == Dialect::bwrap && o.bwrap.name == arg) return &o;
   }
   return nullptr;
+}
+
+namespace {
+
+// Edit distance with adjacent transpositions (optimal string alignment):
+// the typos people make in option names are a dropped, doubled, swapped
+// or wrong letter.
+std::size_t typo_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> prev2(b.size() + 1), prev(b.size() + 1), cur(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) cur[j] = std::min(cur[j], prev2[j - 2] + 1);
+    }
+    prev2.swap(prev);
+    prev.swap(cur);
+  }
+  return prev[b.size()];
+}
+
+}  // namespace
+
+std::optional<std::string_view> nearest_option(Dialect dialect, std::string_view arg) {
+  // Names beyond this are not a typo of any option; they are not compared
+  // (the distance is quadratic in the length).
+  if (arg.size() < 3 || arg.size() > 64) return std::nullopt;
+  std::optional<std::string_view> best, prefixed;
+  std::size_t best_distance = SIZE_MAX, prefixes = 0;
+  for (const auto& o : option_table()) {
+    const std::string_view name = dialect == Dialect::native ? o.native.name : o.bwrap.name;
+    if (name.empty()) continue;
+    if (name.starts_with(arg)) ++prefixes, prefixed = name;
+    const std::size_t d = typo_distance(arg, name);
+    if (d < best_distance) best_distance = d, best = name;
+  }
+  const std::size_t allowed = arg.size() >= 8 ? 2 : 1;
+  if (best && best_distance <= allowed) return best;
+  // An abbreviation that only one option begins with.
+  if (prefixes == 1 && arg.size() >= 4) return prefixed;
+  return std::nullopt;
 }
 
 std::string option_help(Dialect dialect, std::string_view indent, std::size_t width,

@@ -126,6 +126,10 @@ std::span<const OptionSpec> option_table();
 // The entry `arg` names in `dialect` (long or short spelling), or null.
 const OptionSpec* find_option(Dialect dialect, std::string_view arg);
 
+// The option of `dialect` that `arg` is most likely a typo or an
+// abbreviation of, for "did you mean"; nullopt when none is close.
+std::optional<std::string_view> nearest_option(Dialect dialect, std::string_view arg);
+
 // The option list of --help: one line per option of `dialect`, each
 // indented by `indent` and its "NAME METAVAR" padded to `width`.
 // One line per option of the dialect, in table order; only those named in

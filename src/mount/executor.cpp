@@ -776,6 +776,13 @@ class RootBuilder {
     auto cloned = clone_with_attrs(src.get(), false, b.attrs, s.dest, b.dest);
     if (!cloned) return fail(cloned.error());
     Fd tree = std::move(*cloned);
+    if (s.cover) {
+      auto covered = cover_destination(s);
+      if (!covered) return fail(covered.error());
+      if (!*covered) return {};
+      attaching(**covered);
+      return attach(tree.get(), (*covered)->fd.get(), Operation::mount_data, "data", s.dest);
+    }
     auto dest = destination(s.dest, [] { return Result<bool>(true); }, s.parent_mode, false);
     if (!dest) return fail(dest.error());
     attaching(*dest);

@@ -377,6 +377,21 @@ void cover_hidden(std::vector<MountStep>& out, const Policy& p, const std::vecto
   const uint64_t sealed = attr::rdonly | attr::nosuid | attr::nodev | attr::noexec;
   for (std::size_t i = 0; i < paths.size(); ++i) {
     if (!shown[i]) continue;
+    // A settings file with secrets among its settings: its copy without
+    // them (policy/settings_copy.hpp), bound read-only from the staging
+    // area where /dev/null would go.
+    auto copy = std::find_if(p.settings_copies.begin(), p.settings_copies.end(),
+                             [&](const SettingsCopy& c) { return c.path == hidden[i]; });
+    if (p.settings_copy && copy != p.settings_copies.end()) {
+      MountStep s = step(Op::write_file, paths[i]);
+      s.data = copy->text;
+      s.mode = 0444;
+      s.source = "data";
+      s.attrs = sealed;
+      s.cover = true;
+      out.push_back(std::move(s));
+      continue;
+    }
     MountStep s = hidden[i].ends_with('/') ? tmpfs(paths[i], 0755, sealed, 4096)
                                                       : bind("/dev/null", paths[i], sealed);
     s.dest_is_file = s.op == Op::bind;
@@ -533,8 +548,8 @@ std::string describe(const MountStep& s) {
     case Op::mkdir: return fmt::format("mkdir {} mode={:04o}", s.dest, s.mode);
     case Op::symlink: return fmt::format("symlink {} -> {}", s.dest, s.source);
     case Op::write_file:
-      return with_attrs(fmt::format("{} {} ({} bytes) mode={:04o}", s.source.empty() ? "file" : "bind-data",
-                                    s.dest, s.data.size(), s.mode));
+      return with_attrs(fmt::format("{} {} ({} bytes) mode={:04o}{}", s.source.empty() ? "file" : "bind-data",
+                                    s.dest, s.data.size(), s.mode, s.cover ? " (cover, if present)" : ""));
     case Op::chmod: return fmt::format("chmod {} {:04o}", s.dest, s.mode);
     case Op::protect:
       return fmt::format("protect {} (read-only if present; symlink covered; if missing: uncreatable below {})",

@@ -1243,6 +1243,13 @@ int connect_main(std::span<const std::string> args) {
     fmt::print(stderr, "nsrun: connect: {} (usage: nsrun connect HOST PORT, inside --network proxy)\n", why);
     return 125;
   };
+  if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
+    fmt::print("usage: nsrun connect HOST PORT\n\n"
+               "Inside a sandbox started with --network proxy: opens a tunnel to HOST:PORT\n"
+               "through the sandbox's egress proxy and relays standard input and output over\n"
+               "it (an ssh ProxyCommand: -o ProxyCommand='nsrun connect %h %p').\n");
+    return 0;
+  }
   if (args.size() != 2) return usage("needs HOST and PORT");
   auto target = parse_authority(args[0].find(':') != std::string::npos && !args[0].starts_with('[')
                                     ? "[" + args[0] + "]:" + args[1]

@@ -99,6 +99,15 @@ struct EgressRules {
   bool operator==(const EgressRules&) const = default;
 };
 
+// A hidden settings file shown as a copy without its secret lines
+// (policy/settings_copy.hpp).
+struct SettingsCopy {
+  std::string path;  // canonical, one of Policy::hidden_paths
+  std::string text;  // what the command reads there
+
+  bool operator==(const SettingsCopy&) const = default;
+};
+
 struct Policy {
   Mode mode = Mode::workspace_write;
   // The workspace is the first writable root in workspace-write mode. Empty
@@ -146,6 +155,13 @@ struct Policy {
   // canonical paths of those that exist, minus allow_read; a directory ends
   // in '/'.
   std::vector<std::string> hidden_paths;
+  // Of those, the settings files with secrets among their settings
+  // (~/.npmrc, ~/.pypirc): the namespace rung covers each with a read-only
+  // copy left without every line that could hold a secret, read and
+  // filtered by the front end; the Landlock rung, which cannot show other
+  // content at a path, hides them whole.
+  bool settings_copy = true;                  // --no-settings-copy: hidden whole on both rungs
+  std::vector<SettingsCopy> settings_copies;
   bool allow_nested_userns = false;
   std::vector<int> seccomp_fds;        // extra compiled BPF programs (bwrap --seccomp)
   std::vector<std::string> cap_add;    // capabilities kept inside (bwrap --cap-add)

@@ -58,6 +58,13 @@ Value env_to_json(const EnvOp& e) {
   return out;
 }
 
+Value settings_copy_to_json(const SettingsCopy& c) {
+  Value out = Value::object();
+  out.set("path", c.path);
+  out.set("text", c.text);
+  return out;
+}
+
 // ---- reading ----
 
 Error field_error(std::string_view field, std::string_view why) {
@@ -253,6 +260,16 @@ Result<EnvOp> env_from_json(const Value& v, const std::string& where) {
   return e;
 }
 
+Result<SettingsCopy> settings_copy_from_json(const Value& v, const std::string& where) {
+  static const Readers<SettingsCopy> readers = {
+      {"path", string_into(&SettingsCopy::path)},
+      {"text", string_into(&SettingsCopy::text)},
+  };
+  SettingsCopy c;
+  if (auto r = read_object(v, c, where, readers); !r) return fail(r.error());
+  return c;
+}
+
 template <class T>
 auto list_into(std::vector<T> Policy::*member, Result<T> (*item)(const Value&, const std::string&)) {
   return [member, item](const Value& v, Policy& p, const std::string& f) -> Result<void> {
@@ -333,6 +350,8 @@ const Readers<Policy>& policy_readers() {
       {"hide_defaults", bool_into(&Policy::hide_defaults)},
       {"allow_read", strings_into(&Policy::allow_read)},
       {"hidden_paths", strings_into(&Policy::hidden_paths)},
+      {"settings_copy", bool_into(&Policy::settings_copy)},
+      {"settings_copies", list_into<SettingsCopy>(&Policy::settings_copies, settings_copy_from_json)},
       {"cap_add", strings_into(&Policy::cap_add)},
       {"cap_grant_inheritable", bool_into(&Policy::cap_grant_inheritable)},
       {"clearenv", bool_into(&Policy::clearenv)},
@@ -419,6 +438,10 @@ json::Value to_json(const Policy& p) {
   out.set("hide_defaults", p.hide_defaults);
   out.set("allow_read", strings(p.allow_read));
   out.set("hidden_paths", strings(p.hidden_paths));
+  out.set("settings_copy", p.settings_copy);
+  Value copies = Value::array();
+  for (const auto& c : p.settings_copies) copies.push_back(settings_copy_to_json(c));
+  out.set("settings_copies", std::move(copies));
   out.set("cap_add", strings(p.cap_add));
   out.set("cap_grant_inheritable", p.cap_grant_inheritable);
   out.set("clearenv", p.clearenv);

@@ -372,6 +372,9 @@ Result<void> validate_protection(const Policy& p) {
     if (s.empty() || s.front() != '/') return fail(bad("--allow-read", s, "not an absolute path"));
   for (const auto& s : p.hidden_paths)
     if (s.empty() || s.front() != '/') return fail(bad("hidden_paths", s, "not an absolute path"));
+  for (const auto& c : p.settings_copies)
+    if (std::find(p.hidden_paths.begin(), p.hidden_paths.end(), c.path) == p.hidden_paths.end())
+      return fail(bad("settings_copies", c.path, "not one of the hidden paths"));
   return {};
 }
 

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <climits>
 #include <cstdlib>
@@ -61,6 +62,47 @@ Result<void> outside_private_mounts(std::string_view option, const std::string& 
     if (at_or_below(r, dir))
       return fail(bad(option, path, fmt::format("inside {}, which the sandbox keeps its own", dir)));
   if (r == "/dev") return fail(bad(option, path, "is /dev, which the sandbox keeps its own"));
+  return {};
+}
+
+// The caller's own paths (the workspace, the writable roots, bind sources,
+// hidden paths) are opened later through no symlink and no "..", so that
+// nothing a command of an earlier run planted (a symlink in the workspace
+// to /etc) can widen what a later run may write. Checked here, before
+// anything is made, so the refusal names the option and the path to give
+// instead, not the mount step that would have failed.
+Result<void> plain_path(std::string_view option, const std::string& path) {
+  auto resolved = [&]() -> std::string {
+    char real[PATH_MAX];
+    return ::realpath(path.c_str(), real) != nullptr ? std::string(real) : std::string();
+  };
+  std::string prefix;
+  std::string_view rest(path);
+  while (!rest.empty()) {
+    const std::size_t slash = rest.find('/');
+    const std::string_view part = rest.substr(0, slash);
+    rest = slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
+    if (part.empty()) continue;
+    if (part == "." || part == "..") {
+      const std::string real = resolved();
+      return fail(bad(option, path,
+                      real.empty() ? fmt::format("a '{}' component (name the path plainly)", part)
+                                   : fmt::format("a '{}' component: give {}", part, real)));
+    }
+    prefix += '/';
+    prefix += part;
+    struct stat st{};
+    if (::lstat(prefix.c_str(), &st) != 0) return {};  // a missing path is refused by the checks that need it
+    if (!S_ISLNK(st.st_mode)) continue;
+    char target[PATH_MAX];
+    const ssize_t n = ::readlink(prefix.c_str(), target, sizeof target - 1);
+    const std::string to = n > 0 ? std::string(target, static_cast<std::size_t>(n)) : std::string("?");
+    const std::string real = resolved();
+    const std::string where = prefix == path ? std::string("is a symlink") : fmt::format("{} is a symlink", prefix);
+    return fail(bad(option, path,
+                    fmt::format("{} to {} (nsrun follows none in a path it makes writable or protects){}", where, to,
+                                real.empty() ? std::string() : fmt::format(": give {}", real))));
+  }
   return {};
 }
 
@@ -165,6 +207,10 @@ Result<void> check_mount(const Policy& p, const MountOp& m, const std::string& o
       return fail(bad(option, m.dest, "would cover the sandbox's own /proc, /dev and /tmp (use --writable / for "
                                       "a writable host)"));
   }
+  if (!p.follow_symlinks && binds(m.kind) && !m.source_fd)
+    if (auto r = plain_path(option, m.source); !r) return r;
+  if (!p.follow_symlinks && m.kind == MountOp::Kind::hide)
+    if (auto r = plain_path(option, m.dest); !r) return r;
   if (binds(m.kind) && !m.optional && !m.source_fd)
     if (auto r = existing(option, m.source); !r) return r;
   if (binds(m.kind) && m.optional)
@@ -214,10 +260,14 @@ Result<void> validate(const Policy& p, bool need_command, std::span<const std::s
     return fail(usage_error("--writable", "cannot be used with --mode read-only"));
 
   if (p.mode != Mode::full_access && p.preset) {
+    if (!p.follow_symlinks)
+      if (auto r = plain_path("--workspace", p.workspace); !r) return r;
     if (auto r = existing_dir("--workspace", p.workspace); !r) return r;
     if (auto r = outside_private_mounts("--workspace", p.workspace); !r) return r;
   }
   for (const auto& dir : p.writable) {
+    if (!p.follow_symlinks)
+      if (auto r = plain_path("--writable", dir); !r) return r;
     if (auto r = existing_dir("--writable", dir); !r) return r;
     if (auto r = outside_private_mounts("--writable", dir); !r) return r;
   }

@@ -223,4 +223,59 @@ void no_home_refused(Rung rung) {
 NSRUN_BOTH_RUNGS("[credentials]", "hidden credentials: no home known at all is refused, nothing run", "",
                  no_home_refused)
 
+// ~/.npmrc and ~/.pypirc hold settings beside their tokens. The namespace
+// rung shows a read-only copy without every line that could hold a
+// secret, so npm's and pip's ordinary settings still apply; the Landlock
+// rung hides them whole; --no-settings-copy hides them whole on both.
+// Read by every spelling, through a symlink swapped in during the run,
+// and the host files are as they were after.
+void settings_copies(Rung rung) {
+  Account acct;
+  const std::string npmrc = "fund=false\n//registry.npmjs.org/:_authToken=SECRET-npm\n_auth=SECRET-npm2\n"
+                            "registry=https://u:SECRET-npm3@registry.example/\n; x=SECRET-npm4\n";
+  const std::string pypirc = "[distutils]\nindex-servers =\n    pypi\n[pypi]\nusername = __token__\n"
+                             "password = pypi-SECRET-py\n";
+  write_file(acct.home / ".npmrc", npmrc, 0600);
+  write_file(acct.home / ".pypirc", pypirc, 0600);
+  TempDir ws("ws");
+  TempDir state("state");
+  RunOptions opts = at(ws);
+  opts.clear_env = true;
+  opts.env = {"PATH=/usr/local/bin:/usr/bin:/bin", "XDG_STATE_HOME=" + state.path(), "HOME=" + acct.home.path()};
+  const std::string h = shell_quote(acct.home.path());
+  const std::string script =
+      "for f in .npmrc .pypirc; do cat " + h + "/$f /proc/self/root" + h + "/$f " + h + "/./$f; done 2>/dev/null; "
+      "echo x >> " + h + "/.npmrc 2>/dev/null && echo WROTE; "
+      "ln -sf " + h + "/.pypirc " + h + "/.npmrc 2>/dev/null && echo LINKED; echo end";
+  auto run_with = [&](const std::vector<std::string>& extra) {
+    return run(acct.argv(concat(rung_options(rung), concat(extra, {"--", "sh", "-c", script}))), opts);
+  };
+  RunResult r = run_with({});
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("SECRET") == std::string::npos);
+  CHECK(r.out.find("WROTE") == std::string::npos);
+  CHECK(r.out.ends_with("end\n"));
+  if (rung == Rung::namespaces) {
+    CHECK(r.out.find("fund=false\n") != std::string::npos);
+    CHECK(r.out.find("index-servers =\n    pypi\n") != std::string::npos);
+  } else {
+    CHECK(r.out.find("fund=false") == std::string::npos);
+  }
+  RunResult whole = run_with({"--no-settings-copy"});
+  INFO(whole.out << whole.err);
+  CHECK(whole.exit_code == 0);
+  CHECK(whole.out.find("SECRET") == std::string::npos);
+  CHECK(whole.out.find("fund=false") == std::string::npos);
+  // explain says which rung shows a copy and which hides it whole.
+  RunResult explained = run(acct.argv({"explain"}), opts);
+  INFO(explained.out << explained.err);
+  CHECK(explained.out.find(acct.home.path() + "/.npmrc (namespace rung: a read-only copy without its credential "
+                           "lines; Landlock rung: hidden whole") != std::string::npos);
+  CHECK(read_file(acct.home / ".npmrc") == npmrc);
+  CHECK(read_file(acct.home / ".pypirc") == pypirc);
+}
+NSRUN_BOTH_RUNGS("[credentials]", "hidden credentials: a settings file's copy keeps its settings, not its secrets",
+                 "[settings-copy]", settings_copies)
+
 }  // namespace

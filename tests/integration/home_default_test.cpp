@@ -226,8 +226,10 @@ TEST_CASE("cow home: each default credential stays unreadable and unwritable; no
       if (rung == Rung::landlock) require_landlock();
       // Reads by name, through symlinks (one in the home, one in the
       // workspace) and /proc/self/root.
+      // Hidden whole: ~/.npmrc's copy without its secrets is held by the
+      // settings-copy tests (hidden_credentials_test.cpp).
       std::vector<std::string> args = rung_options(rung);
-      args.insert(args.end(), {"--", "sh", "-c",
+      args.insert(args.end(), {"--no-settings-copy", "--", "sh", "-c",
                                "for f in " + files + "; do cat \"$HOME/$f\"; cat \"/proc/self/root$HOME/$f\"; done "
                                "2>/dev/null; cat ~/key-link npmrc-link 2>/dev/null; "
                                "cat ~/.bashrc; echo ok > ~/.ok 2>/dev/null; true"});
@@ -252,7 +254,7 @@ TEST_CASE("cow home: each default credential stays unreadable and unwritable; no
       "mv \"$HOME/$d\" \"$HOME/$d.gone\" 2>/dev/null && echo \"moved $d\"; "
       "rm -rf \"$HOME/$d\" 2>/dev/null; test -d \"$HOME/$d\" || echo \"removed $d\"; done; "
       "echo ok > ~/.ok && echo layer-ok";
-  RunResult w = nsrun({"--", "sh", "-c", writes}, h.opts());
+  RunResult w = nsrun({"--no-settings-copy", "--", "sh", "-c", writes}, h.opts());
   INFO(w.err);
   CHECK(w.out == "layer-ok\n");
   CHECK(manifest(h.home.path()) == before);
@@ -263,7 +265,7 @@ TEST_CASE("cow home: each default credential stays unreadable and unwritable; no
   for (const auto& [path, what] : manifest(upper)) CHECK(what.find("SECRET") == std::string::npos);
 
   // --allow-read: readable, still read-only, nothing copied up.
-  RunResult a = nsrun({"--allow-read", h.home / ".ssh", "--", "sh", "-c",
+  RunResult a = nsrun({"--no-settings-copy", "--allow-read", h.home / ".ssh", "--", "sh", "-c",
                        "cat ~/.ssh/id_ed25519; echo evil >> ~/.ssh/id_ed25519 2>/dev/null && echo wrote; "
                        "touch ~/.ssh/new 2>/dev/null && echo made; cat ~/.npmrc 2>/dev/null; true"},
                       h.opts());

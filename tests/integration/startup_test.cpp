@@ -24,7 +24,7 @@ TEST_CASE("startup: symlinks beside a hidden credential read what their targets 
   TempDir home("su-home");
   TempDir elsewhere("su-else");
   TempDir ws("su-ws");
-  write_file(home / ".npmrc", "NPM-SECRET\n", 0600);
+  write_file(home / ".netrc", "NPM-SECRET\n", 0600);
   make_dir(home / ".ssh", 0700);
   write_file(home / ".ssh/id_ed25519", "SSH-SECRET\n", 0600);
   write_file(home / ".profile", "profile\n");
@@ -36,8 +36,8 @@ TEST_CASE("startup: symlinks beside a hidden credential read what their targets 
   // the hidden directory, to the home itself, and a dangling one.
   REQUIRE(::symlink((elsewhere / "notes").c_str(), (home / "to-notes").c_str()) == 0);
   REQUIRE(::symlink((elsewhere / "dir").c_str(), (home / "to-dir").c_str()) == 0);
-  REQUIRE(::symlink((home / ".npmrc").c_str(), (home / "to-npmrc").c_str()) == 0);
-  REQUIRE(::symlink(".npmrc", (home / "rel-npmrc").c_str()) == 0);
+  REQUIRE(::symlink((home / ".netrc").c_str(), (home / "to-netrc").c_str()) == 0);
+  REQUIRE(::symlink(".netrc", (home / "rel-netrc").c_str()) == 0);
   REQUIRE(::symlink(".ssh/id_ed25519", (home / "to-key").c_str()) == 0);
   REQUIRE(::symlink(".ssh", (home / "to-ssh").c_str()) == 0);
   REQUIRE(::symlink(home.path().c_str(), (home / "to-home").c_str()) == 0);
@@ -46,7 +46,7 @@ TEST_CASE("startup: symlinks beside a hidden credential read what their targets 
   opts.env = {"HOME=" + home.path()};
   const std::string script =
       "cd \"$HOME\"; for f in to-notes to-dir/inner to-home/.profile .profile; do cat \"$f\" || echo \"unread $f\"; done; "
-      "for f in to-npmrc rel-npmrc to-key to-ssh/id_ed25519 to-home/.npmrc to-home/to-npmrc dangling; do "
+      "for f in to-netrc rel-netrc to-key to-ssh/id_ed25519 to-home/.netrc to-home/to-netrc dangling; do "
       "cat \"$f\" 2>/dev/null && echo \"READ $f\"; done; ls to-dir; echo end";
   for (Rung rung : {Rung::namespaces, Rung::landlock}) {
     DYNAMIC_SECTION((rung == Rung::namespaces ? "namespaces" : "landlock")) {
@@ -59,9 +59,9 @@ TEST_CASE("startup: symlinks beside a hidden credential read what their targets 
       CHECK(r.out.find("SECRET") == std::string::npos);
       // The control: without the defaults hidden, the same links read them.
       std::vector<std::string> none = rung_options(rung);
-      none.insert(none.end(), {"--hide-defaults", "none", "--", "sh", "-c", "cat \"$HOME/to-key\" \"$HOME/rel-npmrc\""});
+      none.insert(none.end(), {"--hide-defaults", "none", "--", "sh", "-c", "cat \"$HOME/to-key\" \"$HOME/rel-netrc\""});
       CHECK(nsrun(none, opts).out == "SSH-SECRET\nNPM-SECRET\n");
-      CHECK(read_file(home / ".npmrc") == "NPM-SECRET\n");
+      CHECK(read_file(home / ".netrc") == "NPM-SECRET\n");
     }
   }
 }

@@ -243,3 +243,17 @@ TEST_CASE("options: a --policy file's mounts are named by their kind, options af
   ::unlink(file.c_str());
   ::rmdir(dir);
 }
+
+TEST_CASE("options: a mistyped or shortened name suggests the option it resembles", "[options][help]") {
+  CHECK(nearest_option(Dialect::native, "--workspce") == "--workspace");   // a dropped letter
+  CHECK(nearest_option(Dialect::native, "--netwrok") == "--network");      // two letters swapped
+  CHECK(nearest_option(Dialect::native, "--verdicts") == "--verdict");     // one letter too many
+  CHECK(nearest_option(Dialect::native, "--limit-mem") == "--limit-memory");  // the only option it begins
+  CHECK(nearest_option(Dialect::bwrap, "--ro-bnid") == "--ro-bind");
+  // Nothing close, too short to guess from, or absurdly long: no guess.
+  CHECK_FALSE(nearest_option(Dialect::native, "--frobnicate-all"));
+  CHECK_FALSE(nearest_option(Dialect::native, "-x"));
+  CHECK_FALSE(nearest_option(Dialect::native, "--" + std::string(100000, 'w')));
+  // A prefix that several options begin with is no answer.
+  CHECK_FALSE(nearest_option(Dialect::native, "--lim"));
+}
