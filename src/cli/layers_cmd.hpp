@@ -15,4 +15,8 @@ bool is_layers_command(std::string_view verb);
 // args[0] is the verb. Returns the exit status.
 int layers_main(std::span<const std::string> args);
 
+// The run base a launch from here would use (--cow-dir DIR wins); empty
+// when the environment names none.
+std::string run_base_here(const std::string& cow_dir);
+
 }  // namespace nsrun
