@@ -24,12 +24,14 @@
 
 namespace nsrun {
 
-namespace {
-
-int report(const Error& e) {
+int command_error(const Error& e) {
   fmt::print(stderr, "nsrun: {}\n", e.message());
   return e.exit_code();
 }
+
+namespace {
+
+int report(const Error& e) { return command_error(e); }
 
 int usage(std::string_view what, std::string_view why) { return report(usage_error(what, why)); }
 

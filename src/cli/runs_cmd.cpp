@@ -25,12 +25,8 @@ namespace nsrun {
 
 namespace {
 
-int report(const Error& e) {
-  fmt::print(stderr, "nsrun: {}\n", e.message());
-  return e.exit_code();
-}
-
-int usage(std::string_view what, std::string_view why) { return report(usage_error(what, why)); }
+int report(const Error& e) { return command_error(e); }
+int usage(std::string_view what, std::string_view why) { return command_error(usage_error(what, why)); }
 
 constexpr std::string_view help_text =
     "usage: nsrun runs [--json] [--cow-dir DIR]     the run layers: id, state, age, size, workspace\n"
