@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "cli/native.hpp"
+#include "cli/runs_cmd.hpp"
 #include "layers/changes.hpp"
 #include "layers/dirs.hpp"
 #include "layers/session.hpp"
@@ -23,12 +24,14 @@
 
 namespace nsrun {
 
-namespace {
-
-int report(const Error& e) {
+int command_error(const Error& e) {
   fmt::print(stderr, "nsrun: {}\n", e.message());
   return e.exit_code();
 }
+
+namespace {
+
+int report(const Error& e) { return command_error(e); }
 
 int usage(std::string_view what, std::string_view why) { return report(usage_error(what, why)); }
 
@@ -38,6 +41,7 @@ constexpr std::string_view help_text =
     "                                       apply run ID's changes (conflicts refused unless --force);\n"
     "                                       exit 3 conflicts, 4 protected, 5 failed (the highest that applies)\n"
     "       nsrun discard ID [--cow-dir DIR]  drop run ID's layer\n"
+    "       nsrun runs [--json] | runs prune (--older-than AGE | --all)   list or remove run layers\n"
     "       nsrun home list                   the home layers\n"
     "       nsrun home diff [NAME]            what a home layer holds (default: this workspace's)\n"
     "       nsrun home reset [NAME]           drop a home layer (default: this workspace's)\n";
@@ -237,7 +241,7 @@ int run_commands(std::string_view verb, std::span<const std::string> args) {
     // be dropped.
     const Where w = where(cow_dir);
     const std::string& base_path = w.policy.layers.run_base;
-    if (!layers::valid_run_id(id)) return usage("run id", fmt::format("'{}' is not a run id (12 hex digits)", id));
+    if (!layers::valid_run_id(id)) return usage("run id", fmt::format("'{}' is not a run id", printable(id)));
     auto base = layers::open_private_dir(base_path, 0700, false);
     if (!base) return usage("run id", fmt::format("no run {} under {} ({})", id, base_path, base.error().message()));
     Fd dir(::openat(base->get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -262,10 +266,24 @@ int run_commands(std::string_view verb, std::span<const std::string> args) {
       if (!reviewed) return report(reviewed.error());
       config = std::move(*reviewed);
     }
+    // The patch applies everything; the listings sum git's own files up.
+    std::vector<layers::GitInternals> git;
+    if (!patch) git = layers::split_git_internals(run->upper.get(), *changes);
     if (as_json) {
       json::Value out = json::Value::object();
       out.set("run_id", id);
-      out.set("changes", changes_json(*changes));
+      json::Value list = changes_json(*changes);
+      for (const auto& g : git) {
+        json::Value v = json::Value::object();
+        v.set("kind", "git-internals");
+        v.set("path", g.git_dir);
+        v.set("dir", true);
+        v.set("entries", static_cast<int64_t>(g.entries));
+        v.set("files", static_cast<int64_t>(g.files));
+        v.set("bytes", static_cast<int64_t>(g.bytes));
+        list.push_back(std::move(v));
+      }
+      out.set("changes", std::move(list));
       if (config) out.set("git_config", git_config_json(*config));
       fmt::print("{}\n", json::dump(out, false));
       return 0;
@@ -275,6 +293,7 @@ int run_commands(std::string_view verb, std::span<const std::string> args) {
         fmt::print("{}", layers::list({c}));
         if (config && c.path == ".git/config") fmt::print("{}", git_config_lines(*config));
       }
+      for (const auto& g : git) fmt::print("G {}\n", layers::describe(g));
       return 0;
     }
     auto text = layers::patch(run->upper.get(), run->workspace.get(), *changes);
@@ -426,10 +445,13 @@ int home_command(std::span<const std::string> args) {
 }  // namespace
 
 bool is_layers_command(std::string_view verb) {
-  return verb == "changes" || verb == "commit" || verb == "discard" || verb == "home";
+  return verb == "changes" || verb == "commit" || verb == "discard" || verb == "home" || verb == "runs";
 }
 
+std::string run_base_here(const std::string& cow_dir) { return where(cow_dir).policy.layers.run_base; }
+
 int layers_main(std::span<const std::string> args) {
+  if (args[0] == "runs") return runs_main(args.subspan(1));
   for (const auto& a : args)
     if (a == "--help" || a == "-h") {
       fmt::print("{}", help_text);

@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "sys/error.hpp"
+
 namespace nsrun {
 
 // Whether `verb` is one of these commands.
@@ -14,5 +16,12 @@ bool is_layers_command(std::string_view verb);
 
 // args[0] is the verb. Returns the exit status.
 int layers_main(std::span<const std::string> args);
+
+// Prints "nsrun: <message>" on stderr; returns the error's exit status.
+int command_error(const Error& e);
+
+// The run base a launch from here would use (--cow-dir DIR wins); empty
+// when the environment names none.
+std::string run_base_here(const std::string& cow_dir);
 
 }  // namespace nsrun

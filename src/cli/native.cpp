@@ -287,7 +287,7 @@ std::string native_usage() {
       "usage: nsrun [OPTIONS] [--] COMMAND [ARG]...\n"
       "       nsrun explain [OPTIONS] [-- COMMAND]   print the plan; run nothing\n"
       "       nsrun policy|probe|bench|bwrap|connect ...\n"
-      "       nsrun changes|commit|discard|home RUN  review a copy-on-write run\n"
+      "       nsrun changes|commit|discard RUN, runs, home   review copy-on-write runs\n"
       "\n"
       "Runs COMMAND in a sandbox: it may read the host's files and write only its\n"
       "workspace (the current directory), the --writable roots and a private /tmp.\n"

@@ -414,6 +414,11 @@ std::span<const OptionSpec> option_table() {
        }},
       {.native = {"--home-layer", "NAME", "the home layer to use (default: one per workspace)"},
        .json = "home_layer", .arity = 1, .set = set_string(&Policy::home_layer)},
+      {.native = {"--run-id", "NAME", "with --workspace-mode cow: the run layer's name (refused when in use)"},
+       .json = "run_id", .arity = 1, .set = [](OptionCall& c) -> Result<void> {
+         if (c.values[0].empty()) return fail(usage_error(c.name, "is empty: a run id is 1 to 64 characters"));
+         return set_string(&Policy::run_id)(c);
+       }},
       {.native = {"--pass-fd", "FD", "keep FD open for the command (repeatable)"}, .json = "pass_fds", .arity = 1,
        .set = [](OptionCall& c) -> Result<void> {
          auto fd = native_fd(c.name, c.values[0]);

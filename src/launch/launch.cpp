@@ -941,6 +941,16 @@ static void note_layers(const layers::Session& layers, LaunchReport& report) {
     fmt::print(stderr, "nsrun: --home rw: the command can write your home directory {}\n", printable(p.layers.home));
 }
 
+// A launch refused before its command ran leaves no run layer behind (an
+// agent would otherwise collect them); said, as the run id was.
+static void drop_unused_run(layers::Session& layers, LaunchReport& report) {
+  const std::string id = layers.run_id();
+  if (!layers.discard_unused()) return;
+  report.layers.run_id.clear();
+  report.layers.run_layer.clear();
+  fmt::print(stderr, "nsrun: run {}: discarded, the launch was refused (its layer was empty)\n", id);
+}
+
 // A harness writes a script to the host's /tmp and runs `nsrun -- bash
 // /tmp/x.sh`: the sandbox's private /tmp hides it and the command says
 // only "No such file". After a failure on the namespace rung, the first
@@ -1002,7 +1012,10 @@ int run(const Policy& policy, const ErrorReporter& report_error, SetupDeath setu
   if (!layers) return finish(layers.error().exit_code(), layers.error());
   note_layers(*layers, report);
   auto prepared = prepare(layers->policy());
-  if (!prepared) return finish(prepared.error().exit_code(), prepared.error());
+  if (!prepared) {
+    drop_unused_run(*layers, report);
+    return finish(prepared.error().exit_code(), prepared.error());
+  }
   prepared->setup_death_as_status = setup_death == SetupDeath::as_status;
   report.proc = prepared->plan.proc;
   if (policy.mode == Mode::full_access) {
@@ -1028,6 +1041,9 @@ int run(const Policy& policy, const ErrorReporter& report_error, SetupDeath setu
   // PID 1, whose death ends the PID namespace's every process).
   layers->mark_ended();
   layers->close();
+  // nsrun's own failure (a refused rung, no sandbox available): nothing
+  // of the command's is in an empty run layer to review.
+  if (outcome.error) drop_unused_run(*layers, report);
   report.seccomp_filter = !prepared->seccomp.empty();
   report_protected(protect_watch, policy, report, outcome.error);
   if (prepared->egress) report.network = std::move(prepared->egress_decisions);

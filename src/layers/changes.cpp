@@ -699,6 +699,64 @@ std::string list(const std::vector<Change>& changes) {
   return out;
 }
 
+namespace {
+
+// The git directory whose object store or index holds `path`: the prefix
+// ending in a ".git" component followed by "objects" (and anything) or
+// exactly "index"; nullopt otherwise.
+std::optional<std::string> git_internal_dir(std::string_view path) {
+  std::size_t at = 0;
+  while (at <= path.size()) {
+    const std::size_t end = std::min(path.find('/', at), path.size());
+    if (path.substr(at, end - at) == ".git" && end < path.size()) {
+      const std::string_view rest = path.substr(end + 1);
+      if (rest == "index" || rest == "objects" || rest.starts_with("objects/")) return std::string(path.substr(0, end));
+    }
+    at = end + 1;
+  }
+  return std::nullopt;
+}
+
+std::string bytes_text(uint64_t b) {
+  if (b < 1000) return fmt::format("{} bytes", b);
+  if (b < 1000'000) return fmt::format("{:.1f} kB", static_cast<double>(b) / 1e3);
+  if (b < 1000'000'000) return fmt::format("{:.1f} MB", static_cast<double>(b) / 1e6);
+  return fmt::format("{:.1f} GB", static_cast<double>(b) / 1e9);
+}
+
+}  // namespace
+
+std::vector<GitInternals> split_git_internals(int upper, std::vector<Change>& changes) {
+  std::vector<GitInternals> out;
+  std::vector<Change> rest;
+  for (auto& c : changes) {
+    auto dir = git_internal_dir(c.path);
+    if (!dir) {
+      rest.push_back(std::move(c));
+      continue;
+    }
+    auto it = std::find_if(out.begin(), out.end(), [&](const GitInternals& g) { return g.git_dir == *dir; });
+    if (it == out.end()) it = out.insert(out.end(), GitInternals{*dir});
+    ++it->entries;
+    if (c.kind == Change::Kind::deleted) continue;
+    const std::size_t slash = c.path.rfind('/');
+    const std::string parent = c.path.substr(0, slash);
+    Fd at(sys::openat2(upper, parent.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC, 0,
+                       RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS));
+    if (!at) continue;
+    const TreeSize size = tree_size(at.get(), c.path.substr(slash + 1));
+    it->files += size.files;
+    it->bytes += size.bytes;
+  }
+  changes = std::move(rest);
+  return out;
+}
+
+std::string describe(const GitInternals& g) {
+  return fmt::format("git objects: {} files, {} in {} (objects, index; {} entries)", g.files, bytes_text(g.bytes),
+                     quote_path(g.git_dir), g.entries);
+}
+
 Result<std::string> patch(int upper, int lower, const std::vector<Change>& changes) {
   Pairs pairs;
   for (const auto& c : changes) {

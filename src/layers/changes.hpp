@@ -8,6 +8,7 @@
 // copied up from the lower layer carries user.overlay.origin.
 #pragma once
 
+#include <cstdint>
 #include <ctime>
 #include <functional>
 #include <optional>
@@ -34,6 +35,25 @@ Result<std::vector<Change>> collect(int upper, int lower);
 // "A path", "M path", "D path", "R path" lines (directories end in '/');
 // names quoted as git quotes them when they hold special bytes.
 std::string list(const std::vector<Change>& changes);
+
+// git's own bookkeeping among the changes: a git directory's object store
+// (<dir>/.git/objects and below) and index (<dir>/.git/index). A `git
+// commit` in the run adds hundreds of them; a reviewer wants the summary,
+// the work tree's files listed. One per git directory.
+struct GitInternals {
+  std::string git_dir;     // ".git", "sub/.git"
+  std::size_t entries = 0; // the changes it stands for
+  uint64_t files = 0;      // regular files in the layer under them
+  uint64_t bytes = 0;
+};
+
+// Takes the changes inside a git directory's object store or index out of
+// `changes` and returns their summaries, in the order they first appear.
+// Their files are counted through `upper` (no symlink followed).
+std::vector<GitInternals> split_git_internals(int upper, std::vector<Change>& changes);
+
+// "git objects: 143 files, 2.1 MB in .git (objects, index; 37 entries)".
+std::string describe(const GitInternals& g);
 
 // A git-style unified diff of the regular files and symlinks the changes
 // touch; a file with a NUL byte as a git binary patch (layers/gitbin.hpp).

@@ -137,6 +137,33 @@ Result<void> remove_at(int dir, const std::string& name, const std::string& show
 
 }  // namespace
 
+namespace {
+
+void add_tree(int dir, const std::string& name, dev_t dev, TreeSize& out) {
+  WalkLevel level;
+  struct stat st{};
+  if (level.too_deep() || ::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return;
+  if (S_ISREG(st.st_mode)) {
+    ++out.files;
+    out.bytes += static_cast<uint64_t>(st.st_size);
+    return;
+  }
+  if (!S_ISDIR(st.st_mode) || (dev != 0 && st.st_dev != dev)) return;
+  Fd sub(::openat(dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!sub) return;
+  auto names = list_dir(sub.get(), name);
+  if (!names) return;
+  for (const auto& n : *names) add_tree(sub.get(), n, st.st_dev, out);
+}
+
+}  // namespace
+
+TreeSize tree_size(int dir, const std::string& name) {
+  TreeSize out;
+  add_tree(dir, name, 0, out);
+  return out;
+}
+
 Result<void> remove_tree(int dir, const std::string& name, const std::string& shown) {
   return remove_at(dir, name, shown, -1, 0);
 }

@@ -6,6 +6,8 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
+
 #include <string>
 #include <vector>
 
@@ -31,6 +33,23 @@ Result<std::vector<std::string>> list_dir(int dir, const std::string& shown);
 // on no other file system; directories made unreadable are opened up
 // first (they are the caller's own layers).
 Result<void> remove_tree(int dir, const std::string& name, const std::string& shown);
+
+// What a tree holds: its regular files and their bytes (st_size). A
+// directory nsrun cannot read, or one deeper than max_walk_depth, counts
+// as far as it was seen: `nsrun runs` and the git summary are figures for
+// a reader, nothing decides on them.
+struct TreeSize {
+  uint64_t files = 0;
+  uint64_t bytes = 0;
+  TreeSize& operator+=(const TreeSize& o) {
+    files += o.files;
+    bytes += o.bytes;
+    return *this;
+  }
+};
+// Of `name` in `dir` (a file or a directory), through no symlink and on no
+// other file system.
+TreeSize tree_size(int dir, const std::string& name);
 
 // How deep the recursive walks of a layer go (commit's, changes' and the
 // patch's): the command builds those trees, and 30,000 nested directories

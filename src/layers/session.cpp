@@ -67,13 +67,35 @@ Result<Session> Session::open(const Policy& policy) {
   if (writing && policy.workspace_mode == WorkspaceMode::cow) {
     auto base = open_private_dir(l.run_base);
     if (!base) return fail(base.error());
-    std::string id;
-    for (int tries = 0;; ++tries) {
-      id = random_hex(12);
-      if (::mkdirat(base->get(), id.c_str(), 0700) == 0) break;
-      if (errno != EEXIST || tries > 16) return fail(sys_error("mkdir", l.run_base + "/" + id));
+    std::string id = policy.run_id;
+    if (!id.empty()) {
+      // The caller's name: a run of that name is another run's layer, never
+      // reused (its review would mix two runs).
+      if (::mkdirat(base->get(), id.c_str(), 0700) != 0) {
+        if (errno == EEXIST)
+          return fail(usage_error("--run-id", fmt::format("'{}' is in use: a run of that name is under {} (nsrun "
+                                                          "discard {}, or another name)",
+                                                          id, l.run_base, id)));
+        return fail(sys_error("mkdir", l.run_base + "/" + id));
+      }
+    } else {
+      for (int tries = 0;; ++tries) {
+        id = random_hex(12);
+        if (::mkdirat(base->get(), id.c_str(), 0700) == 0) break;
+        if (errno != EEXIST || tries > 16) return fail(sys_error("mkdir", l.run_base + "/" + id));
+      }
     }
     const std::string dir = l.run_base + "/" + id;
+    // From here a failure takes the half-made layer away with it: a launch
+    // that never ran leaves no run behind.
+    struct Unmade {
+      int base;
+      std::string id, dir;
+      bool armed = true;
+      ~Unmade() {
+        if (armed) (void)remove_tree(base, id, dir);
+      }
+    } unmade{base->get(), id, dir};
     Fd run(::openat(base->get(), id.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!run) return fail(sys_error("open", dir));
     if (auto r = make_upper(run.get(), dir, policy.workspace); !r) return fail(r.error());
@@ -105,6 +127,8 @@ Result<Session> Session::open(const Policy& policy) {
     l.run_id = id;
     l.workspace = {policy.workspace, dir + "/upper", dir + "/" + work->name};
     s.run_work_ = std::move(*work);
+    unmade.armed = false;
+    s.run_base_ = std::move(*base);
   }
 
   // The bwrap dialect has no home overlay (bwrap has none).
@@ -157,22 +181,25 @@ void Session::mark_ended() {
   Fd f(::openat(run_work_->parent.get(), ended_file, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
 }
 
-bool run_over(const std::string& dir, std::vector<Fd>& held) {
+RunState run_state(const std::string& dir, std::vector<Fd>& held) {
   Fd d(sys::openat2(AT_FDCWD, dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0, RESOLVE_NO_SYMLINKS));
-  if (!d) return false;
-  struct stat ended{};
-  if (::fstatat(d.get(), ended_file, &ended, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(ended.st_mode)) return false;
+  if (!d) return RunState::running;
   auto names = list_dir(d.get(), dir);
-  if (!names) return false;
+  if (!names) return RunState::running;
   for (const auto& n : *names) {
     // ".new-": a work directory being made (locked before it is renamed).
     if (!n.starts_with(work_prefix) && !n.starts_with(".new-")) continue;
     Fd fd(::openat(d.get(), n.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (!fd || ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) return false;
+    if (!fd || ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) return RunState::running;
     held.push_back(std::move(fd));
   }
-  return true;
+  struct stat ended{};
+  if (::fstatat(d.get(), ended_file, &ended, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(ended.st_mode))
+    return RunState::stopped;
+  return RunState::ended;
 }
+
+bool run_over(const std::string& dir, std::vector<Fd>& held) { return run_state(dir, held) == RunState::ended; }
 
 void Session::close() {
   // The run layer's work directory stays (unlocked) until the caller
@@ -188,15 +215,23 @@ void Session::close() {
   }
 }
 
-bool valid_run_id(std::string_view id) {
-  if (id.size() != 12) return false;
-  for (char c : id)
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+bool Session::discard_unused() {
+  if (run_id().empty() || !run_base_) return false;
+  run_work_.reset();
+  const std::string dir = policy_.layers.run_base + "/" + run_id();
+  Fd upper(::openat(run_base_.get(), (run_id() + "/upper").c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!upper) return false;
+  auto names = list_dir(upper.get(), dir + "/upper");
+  if (!names || !names->empty()) return false;
+  if (auto r = remove_tree(run_base_.get(), run_id(), dir); !r) return false;
+  run_base_.reset();
   return true;
 }
 
+bool valid_run_id(std::string_view id) { return valid_run_name(id); }
+
 Result<RunInfo> find_run(const std::string& base, const std::string& id) {
-  if (!valid_run_id(id)) return fail(usage_error("run id", fmt::format("'{}' is not a run id (12 hex digits)", id)));
+  if (!valid_run_id(id)) return fail(usage_error("run id", fmt::format("'{}' is not a run id", printable(id))));
   if (base.empty()) return fail(usage_error("run id", "no run directory: set XDG_RUNTIME_DIR or HOME, or give --cow-dir DIR"));
   auto b = open_private_dir(base, 0700, false);
   if (!b) return fail(usage_error("run id", fmt::format("no run {} under {} ({})", id, base, b.error().message())));

@@ -58,6 +58,11 @@ class Session {
   // parent-death signal a moment later). Without the mark, commit copies.
   void mark_ended();
 
+  // After a launch refused before its command ran (nsrun's own failure):
+  // the run layer is removed when nothing was written into it, so a
+  // refused launch leaves no run behind. True when it was removed.
+  bool discard_unused();
+
   // After the run: the home layer's work slot is unlocked (an overflow
   // slot removed); the run layer's work directory stays, unlocked, until
   // `nsrun discard`.
@@ -80,6 +85,7 @@ class Session {
   Policy policy_;
   std::string home_note_;
   std::optional<Work> run_work_;
+  Fd run_base_;  // the run base, holding the run layer
   Fd home_dir_;  // the home layer's directory, holding the slot
   std::string home_shown_;
   std::optional<WorkSlot> home_slot_;
@@ -100,7 +106,15 @@ Result<RunInfo> find_run(const std::string& base, const std::string& id);
 // counts as running (false).
 bool run_over(const std::string& dir, std::vector<Fd>& held);
 
-// Run ids are 12 lowercase hexadecimal digits.
+// The same look, told apart: `running` (a work directory's lock is held,
+// or the layer cannot be looked at), `ended` (run_over()), `stopped` (no
+// lock held, but the launch never marked it ended: nsrun was killed, and
+// without a PID namespace a process of the run may live on).
+enum class RunState { running, ended, stopped };
+RunState run_state(const std::string& dir, std::vector<Fd>& held);
+
+// Run ids: 12 lowercase hexadecimal digits, or the caller's --run-id
+// (valid_run_name()).
 bool valid_run_id(std::string_view id);
 
 }  // namespace nsrun::layers

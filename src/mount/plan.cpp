@@ -68,7 +68,7 @@ void proc_read_only_parts(std::vector<MountStep>& out, const std::string& dest) 
   }
 }
 
-void expand_proc(std::vector<MountStep>& out, const std::string& dest, ProcMode proc) {
+void expand_proc(std::vector<MountStep>& out, const std::string& dest, ProcMode proc, bool mask_proc) {
   const uint64_t attrs = attr::nosuid | attr::nodev | attr::noexec;
   if (proc == ProcMode::none) return;
   if (proc == ProcMode::host_bind) {
@@ -76,6 +76,7 @@ void expand_proc(std::vector<MountStep>& out, const std::string& dest, ProcMode 
   } else {
     out.push_back(step(Op::proc, dest));
     out.back().attrs = attrs;
+    if (!mask_proc) return;
   }
   proc_read_only_parts(out, dest);
 }
@@ -112,7 +113,7 @@ uint32_t parent_mode_for(std::optional<uint32_t> perms) {
 }
 
 void expand_one(std::vector<MountStep>& out, const MountOp& m, ProcMode proc, const std::string& tmp_dest,
-                bool user_ns) {
+                bool user_ns, bool mask_proc) {
   const uint32_t mode = m.perms.value_or(0755);
   switch (m.kind) {
     case K::bind:
@@ -168,7 +169,7 @@ void expand_one(std::vector<MountStep>& out, const MountOp& m, ProcMode proc, co
       out.push_back(tmpfs(m.dest, 0755, attr::rdonly | attr::nosuid | attr::nodev | attr::noexec, 4096));
       break;
     case K::proc:
-      expand_proc(out, m.dest, proc);
+      expand_proc(out, m.dest, proc, mask_proc);
       break;
     case K::dev:
       expand_dev(out, m.dest);
@@ -211,9 +212,9 @@ void expand_one(std::vector<MountStep>& out, const MountOp& m, ProcMode proc, co
 }
 
 void expand(std::vector<MountStep>& out, const MountOp& m, ProcMode proc, const std::string& tmp_dest,
-            bool user_ns, bool follow_symlinks) {
+            bool user_ns, bool follow_symlinks, bool mask_proc) {
   const std::size_t first = out.size();
-  expand_one(out, m, proc, tmp_dest, user_ns);
+  expand_one(out, m, proc, tmp_dest, user_ns, mask_proc);
   const uint32_t parents = parent_mode_for(m.perms);
   // The paths the native front ends protect or open for writing: a symlink
   // there is the writer's to redirect, so none is followed.
@@ -508,8 +509,19 @@ Result<LaunchPlan> make_plan(const Policy& p, const HostFacts& host) {
   // thousand steps are not moved again when the list grows past it.
   plan.mounts.reserve(p.mounts.size() + p.hidden_sockets.size() + p.hidden_paths.size() + 128);
   const std::string tmp_dest = "/tmp";
+  // A nested sandbox mounts a fresh procfs of its own, which the kernel
+  // refuses while any part of the visible one is covered (fs/namespace.c,
+  // mount_too_revealing(): the new mount must reveal nothing hidden). The
+  // read-only covers guard files only the host's uid 0 may write (and
+  // /proc/sys/net of the sandbox's own network namespace): when the
+  // sandbox's user namespace maps neither uid 0 nor gid 0 of the host,
+  // no process inside, nested namespaces included, can write them, and
+  // --allow-nested-userns leaves them off. With uid 0 mapped they stay
+  // (uid 0 writes /proc/sys/kernel/core_pattern without a capability):
+  // a nested fresh procfs is then refused, and nested nsrun uses its next rung.
+  const bool mask_proc = !(p.allow_nested_userns && p.ns.user && !p.userns_fd && host.uid != 0 && host.gid != 0);
   for_each_mount(p, [&](const MountOp& m) {
-    expand(plan.mounts, m, plan.proc, tmp_dest, user_ns, p.follow_symlinks);
+    expand(plan.mounts, m, plan.proc, tmp_dest, user_ns, p.follow_symlinks, mask_proc);
   });
   cover_hidden(plan.mounts, p, p.hidden_sockets);
   cover_hidden(plan.mounts, p, p.hidden_paths);

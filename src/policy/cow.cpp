@@ -48,6 +48,13 @@ bool valid_layer_name(std::string_view n) {
   return true;
 }
 
+bool valid_run_name(std::string_view n) {
+  if (n.empty() || n.size() > 64 || n.front() == '.' || n.front() == '_' || n.front() == '-') return false;
+  for (char c : n)
+    if (!name_char(c)) return false;
+  return true;
+}
+
 std::string default_layer_name(std::string_view workspace) {
   // FNV-1a: stable across builds and hosts, which std::hash is not.
   uint64_t h = 1469598103934665603ULL;
@@ -91,6 +98,12 @@ Result<void> validate_layers(const Policy& p) {
     return fail(usage_error("--home-layer",
                             fmt::format("'{}' is not a layer name (1 to 64 of A-Z a-z 0-9 . _ -, not starting with .)",
                                         p.home_layer)));
+  if (!p.run_id.empty() && p.workspace_mode != WorkspaceMode::cow)
+    return fail(usage_error("--run-id", "names a run layer: needs --workspace-mode cow"));
+  if (!p.run_id.empty() && !valid_run_name(p.run_id))
+    return fail(usage_error("--run-id", fmt::format("'{}' is not a run id (1 to 64 of A-Z a-z 0-9 . _ -, starting "
+                                                    "with a letter or a digit)",
+                                                    printable(p.run_id))));
   if (p.workspace_mode == WorkspaceMode::cow && run_base_of(p).empty())
     return fail(usage_error("--workspace-mode", "no directory for the run layer: set XDG_RUNTIME_DIR or HOME, or give --cow-dir DIR"));
   return {};

@@ -59,6 +59,11 @@ std::optional<HomeMode> parse_home_mode(std::string_view);
 // directory name under the home base, so nothing else may pass.
 bool valid_layer_name(std::string_view name);
 
+// A run id: the 12 hexadecimal digits a launch picks, or a caller's
+// --run-id: 1 to 64 of [A-Za-z0-9._-] starting with a letter or a digit
+// (a directory name under the run base, never an option or a dot file).
+bool valid_run_name(std::string_view name);
+
 // The default home layer name of a workspace: its last component (made
 // valid) and a hash of the whole path, so two workspaces never share one.
 std::string default_layer_name(std::string_view workspace);

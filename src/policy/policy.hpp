@@ -220,6 +220,7 @@ struct Policy {
   bool home_given = false;
   std::string cow_dir;                 // --cow-dir DIR: where run layers go
   std::string home_layer;              // --home-layer NAME: share a home layer between workspaces
+  std::string run_id;                  // --run-id NAME: the run layer's name, the caller's choice
   CowLayers layers;                    // resolved by the front end and the launch
 
   bool operator==(const Policy&) const = default;

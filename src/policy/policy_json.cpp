@@ -395,6 +395,7 @@ const Readers<Policy>& policy_readers() {
        }},
       {"cow_dir", string_into(&Policy::cow_dir)},
       {"home_layer", string_into(&Policy::home_layer)},
+      {"run_id", string_into(&Policy::run_id)},
   };
   return readers;
 }
@@ -465,6 +466,7 @@ json::Value to_json(const Policy& p) {
   if (p.home_given) out.set("home", name(p.home));
   out.set("cow_dir", p.cow_dir);
   out.set("home_layer", p.home_layer);
+  out.set("run_id", p.run_id);
   return out;
 }
 

@@ -1,6 +1,7 @@
 #include "policy/validate.hpp"
 
 #include <fcntl.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -306,6 +307,17 @@ Result<void> validate(const Policy& p, bool need_command, std::span<const std::s
     return fail(usage_error("--report-fd", fmt::format("{}: not an open descriptor", *p.report_fd)));
 
   if (auto r = validate_egress(p); !r) return r;
+
+  // With --allow-nested-userns the default filter lets the mount calls
+  // through for the nested namespace's sake; a CAP_SYS_ADMIN kept in the
+  // sandbox's own namespace would turn them on the sandbox's own mounts
+  // (unmounting a protected path's read-only cover).
+  if (p.allow_nested_userns && p.seccomp != SeccompMode::none)
+    for (const auto& cap : p.cap_add)
+      if (strcasecmp(cap.c_str(), "CAP_SYS_ADMIN") == 0 || strcasecmp(cap.c_str(), "SYS_ADMIN") == 0 ||
+          strcasecmp(cap.c_str(), "ALL") == 0)
+        return fail(usage_error("--cap-add", fmt::format("{} with --allow-nested-userns and the default filter would let the command "
+                                                         "remount the sandbox's own tree (add --seccomp none to mean it)", cap)));
 
   // --watch-writes observes a confined command for the report or the
   // verdict: without a sandbox there is nothing to watch, without either

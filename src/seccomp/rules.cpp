@@ -270,12 +270,23 @@ FilterSpec filter_spec(const FilterKey& key) {
   add(r, "open_by_handle_at", "file handles bypass the mount tree (the 2014 Docker escape)");
   for (auto name : {"quotactl", "quotactl_fd"}) add(r, name, "quotas are host-wide");
 
-  // The sandbox's mount tree is final at exec: a new mount namespace
-  // (through a nested user namespace) could otherwise rearrange it, and
-  // every mount interface is kernel attack surface.
-  for (auto name : {"mount", "umount2", "pivot_root", "move_mount", "open_tree", "fsopen", "fsmount",
-                    "fsconfig", "fspick", "mount_setattr", "open_tree_attr"})
-    add(r, name, "the mount tree is fixed before exec");
+  // The sandbox's mount tree is final at exec, and every mount interface
+  // is kernel attack surface. With --allow-nested-userns the mount calls
+  // stay: a nested sandbox (nsrun, bwrap, unshare -m) needs them, and they
+  // reach only a mount namespace owned by a user namespace where the
+  // caller holds CAP_SYS_ADMIN, which the command holds in none but its
+  // own nested one (capabilities are dropped in the sandbox's; a kept
+  // CAP_SYS_ADMIN with this filter is refused by validate()). That
+  // namespace is a copy of the sandbox's whose every mount the kernel
+  // locks (copy_mnt_ns(), lock_mnt_tree(): MNT_LOCKED and the read-only,
+  // nosuid, nodev, noexec and atime flags): nothing under a cover is
+  // revealed, nothing read-only turns writable, and a fresh procfs is
+  // refused while the visible one is masked (mount_too_revealing()).
+  // On the Landlock rung Landlock itself refuses every mount change.
+  if (!key.nested_userns || key.landlock)
+    for (auto name : {"mount", "umount2", "pivot_root", "move_mount", "open_tree", "fsopen", "fsmount",
+                      "fsconfig", "fspick", "mount_setattr", "open_tree_attr"})
+      add(r, name, "the mount tree is fixed before exec");
 
   add_personality(r);
 

@@ -258,30 +258,7 @@ TEST_CASE("--allow-nested-userns: a user namespace inside works, as root too", "
     CHECK(r.exit_code == 0);
     CHECK(r.out == "0\n");
   }
-  // A nested sandbox also mounts, and the default filter keeps the mount
-  // family refused with --allow-nested-userns (docs/hardening.md): these
-  // run without the filter, the kernel's locked mounts still holding.
-  SECTION("nsrun inside nsrun") {
-    // nsrun's own directory may be in the host's /tmp (the runner's copy).
-    const std::string bin = nsrun_path().substr(0, nsrun_path().rfind('/'));
-    // The inner one binds the outer sandbox's /proc: the kernel refuses a
-    // fresh procfs where the visible one has covered parts (/proc/sys).
-    RunResult r = nsrun_test::nsrun({"--allow-nested-userns", "--seccomp", "none", "--ro", bin, "--", nsrun_path(), "--backend",
-                         "namespaces", "--proc", "host-bind", "--", "id", "-u"},
-                        at(ws));
-    INFO(r.err);
-    CHECK(r.exit_code == 0);
-    CHECK(r.out == fmt::format("{}\n", ::geteuid()));
-  }
-  SECTION("bwrap inside nsrun") {
-    if (::access("/usr/bin/bwrap", X_OK) != 0) unavailable("bwrap", "/usr/bin/bwrap is missing");
-    RunResult r = nsrun_test::nsrun({"--allow-nested-userns", "--seccomp", "none", "--", "/usr/bin/bwrap", "--unshare-user",
-                         "--dev-bind", "/", "/", "id", "-u"},
-                        at(ws));
-    INFO(r.err);
-    CHECK(r.exit_code == 0);
-    CHECK(r.out == fmt::format("{}\n", ::geteuid()));
-  }
+  // nsrun and bwrap inside nsrun: tests/integration/nesting_test.cpp.
   SECTION("without the option, still refused") {
     RunResult r = nsrun_test::nsrun({"--", "unshare", "-Ur", "true"}, at(ws));
     CHECK(r.exit_code != 0);

@@ -73,6 +73,29 @@ TEST_CASE("fresh /proc keeps machine-wide parts read-only") {
   }
 }
 
+TEST_CASE("--allow-nested-userns leaves the /proc covers off only where no uid 0 of the host is inside") {
+  auto covered = [](const Policy& p, const HostFacts& h) {
+    auto plan = make_plan(p, h);
+    REQUIRE(plan);
+    return index_of(*plan, Op::bind, "/proc/sys") < plan->mounts.size();
+  };
+  Policy p = workspace_policy();
+  CHECK(covered(p, host()));
+  p.allow_nested_userns = true;
+  // A nested fresh procfs needs an uncovered one (mount_too_revealing()).
+  CHECK_FALSE(covered(p, host()));
+  // uid 0 writes sysctls without a capability: the covers stay for root.
+  CHECK(covered(p, HostFacts{0, 0, "/home/u/ws"}));
+  CHECK(covered(p, HostFacts{1000, 0, "/home/u/ws"}));
+  // In a joined user namespace the map is not ours to know.
+  p.userns_fd = 3;
+  CHECK(covered(p, host()));
+  p.userns_fd.reset();
+  // A bound host /proc keeps them whatever the caller.
+  p.proc = ProcMode::host_bind;
+  CHECK(covered(p, host()));
+}
+
 TEST_CASE("host-bind /proc binds the host's procfs; auto picks it only on an allow-listed backend") {
   Policy p = workspace_policy();
   p.host_backend = "lakebox";

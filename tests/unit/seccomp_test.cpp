@@ -146,8 +146,16 @@ TEST_CASE("nested user namespaces: unshare/clone EPERM, clone3 ENOSYS, unless al
   CHECK(decide(allowed, "unshare", {CLONE_NEWUSER}) == std::nullopt);
   CHECK(decide(allowed, "clone", {CLONE_NEWUSER | SIGCHLD}) == std::nullopt);
   CHECK(decide(allowed, "clone3", {}) == std::nullopt);
+  // A nested sandbox builds its root with the mount calls.
+  for (auto name : {"mount", "umount2", "pivot_root", "move_mount", "open_tree", "fsopen", "mount_setattr"}) {
+    INFO(name);
+    CHECK(decide(allowed, name, {}) == std::nullopt);
+  }
   // Everything else stays.
-  CHECK(decide(allowed, "mount", {}) == EPERM);
+  CHECK(decide(allowed, "keyctl", {}) == EPERM);
+  CHECK(decide(allowed, "open_by_handle_at", {}) == EPERM);
+  // On the Landlock rung the mount calls stay refused (the host's mounts).
+  CHECK(decide(filter_spec(p, FilterRung::landlock), "mount", {}) == EPERM);
 }
 
 TEST_CASE("sockets: AF_VSOCK always; inet families only for network none on the Landlock rung",
