@@ -13,9 +13,10 @@ _nsrun_native_options='
     --deny-host=1 --resolve-host=1 --network-log=1 --seccomp=1
     --seccomp-log=0 --unix-sockets=1 --allow-socket=1 --protect=1
     --unprotect=1 --protect-defaults=1 --hide-defaults=1 --allow-read=1
+    --no-settings-copy=0
     --allow-nested-userns=0 --share-ipc=0 --share-uts=0 --share-cgroup=0
     --env-allow=1 --env-deny=1 --new-session=0 --no-new-session=0
-    --workspace-mode=1 --cow-dir=1 --home=1 --home-layer=1 --pass-fd=1
+    --workspace-mode=1 --cow-dir=1 --home=1 --home-layer=1 --run-id=1 --pass-fd=1
     --limit-memory=1 --limit-pids=1 --limit-cpu=1 --timeout=1 --kill-after=1
     --rlimit=1 --tmpfs-size=1 --limits=1 --verdict=0 --watch-writes=0
 '
