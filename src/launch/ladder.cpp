@@ -12,7 +12,7 @@
 #include "launch/landlock_rung.hpp"
 #include "launch/protect_restore.hpp"
 #include "policy/json.hpp"
-#include "probe/apparmor.hpp"
+#include "launch/apparmor.hpp"
 #include "sys/syscalls.hpp"
 
 namespace nsrun {

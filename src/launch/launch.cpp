@@ -942,13 +942,13 @@ static void note_layers(const layers::Session& layers, LaunchReport& report) {
 }
 
 // A launch refused before its command ran leaves no run layer behind (an
-// agent would otherwise collect them); said, as the run id was.
+// agent would otherwise collect them). Not said: the refusal is the one
+// line a refused launch prints after the run id, and the report names no
+// run.
 static void drop_unused_run(layers::Session& layers, LaunchReport& report) {
-  const std::string id = layers.run_id();
   if (!layers.discard_unused()) return;
   report.layers.run_id.clear();
   report.layers.run_layer.clear();
-  fmt::print(stderr, "nsrun: run {}: discarded, the launch was refused (its layer was empty)\n", id);
 }
 
 // A harness writes a script to the host's /tmp and runs `nsrun -- bash
@@ -1010,12 +1010,12 @@ int run(const Policy& policy, const ErrorReporter& report_error, SetupDeath setu
   // (src/layers/); from here on the Policy with their directories.
   auto layers = layers::Session::open(policy);
   if (!layers) return finish(layers.error().exit_code(), layers.error());
-  note_layers(*layers, report);
   auto prepared = prepare(layers->policy());
   if (!prepared) {
     drop_unused_run(*layers, report);
     return finish(prepared.error().exit_code(), prepared.error());
   }
+  note_layers(*layers, report);
   prepared->setup_death_as_status = setup_death == SetupDeath::as_status;
   report.proc = prepared->plan.proc;
   if (policy.mode == Mode::full_access) {

@@ -152,7 +152,7 @@ TEST_CASE("options: an option's JSON field reads back to the same Policy", "[opt
       {"--pass-fd", {"5"}},
       {"--protect", {"x/y"}},            {"--unprotect", {".envrc"}},     {"--allow-read", {"/h/.npmrc"}},
       {"--workspace-mode", {"cow"}},     {"--cow-dir", {"/run/cow"}},     {"--home", {"ro"}},
-      {"--home-layer", {"shared"}},
+      {"--home-layer", {"shared"}},      {"--run-id", {"task-1"}},
   };
   const auto fields = policy_json_fields();
   auto base = parse_native(std::vector<std::string>{"--", "true"}, context());

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "launch/ladder.hpp"
-#include "probe/apparmor.hpp"
+#include "launch/apparmor.hpp"
 
 #ifndef NSRUN_SOURCE_DIR
 #error "tests/meson.build passes NSRUN_SOURCE_DIR, the source root"

@@ -1,4 +1,4 @@
-#include "probe/apparmor.hpp"
+#include "launch/apparmor.hpp"
 
 #include <fcntl.h>
 
