@@ -63,13 +63,13 @@ const char* kind_name(GitKind k) {
 // host directory is reported and that directory is not entered (its
 // contents and the walk's view both unchanged).
 TEST_CASE("a .git the command creates, in any shape, is reported created on both rungs",
-          "[protect-gitconfig][protect]") {
+          "[git-own-paths][protect]") {
   for (Rung rung : {Rung::namespaces, Rung::landlock}) {
     for (GitKind kind : {GitKind::dir, GitKind::gitdir_file, GitKind::link_to_host, GitKind::fifo,
                          GitKind::config_include}) {
       DYNAMIC_SECTION((rung == Rung::namespaces ? "namespaces: " : "landlock: ") << kind_name(kind)) {
         const std::vector<std::string> pin = rung_options(rung);
-        TempDir ws("protect-gitconfig-git"), host("protect-gitconfig-githost");
+        TempDir ws("git-own-git"), host("git-own-githost");
         make_dir(host / "hooks");
         write_file(host / "config", "[core]\n");
         const std::vector<std::string> host_before = listing(host.path());
@@ -112,9 +112,9 @@ TEST_CASE("a .git the command creates, in any shape, is reported created on both
 // .git or a fifo config must not hang it, and what the config names is
 // kept read-only on the namespace rung.
 TEST_CASE("a .git config with include.path and core.hooksPath made by one run is kept by the next",
-          "[protect-gitconfig][protect]") {
+          "[git-own-paths][protect]") {
   require_userns();
-  TempDir ws("protect-gitconfig-gitnext");
+  TempDir ws("git-own-gitnext");
   RunResult made = nsrun_test::nsrun({"--", "/bin/sh", "-c",
                           "mkdir -p .git h && printf '[include]\\n\\tpath = ../inc\\n[core]\\n\\thooksPath = h\\n' > "
                           ".git/config && echo '[core]' > inc && echo x > h/pre-commit"},
@@ -146,7 +146,7 @@ TEST_CASE("a .git config with include.path and core.hooksPath made by one run is
   CHECK(read_file(ws / ".git/config").find("evil") == std::string::npos);
   // A fifo where .git and where its config should be: the next launch
   // does not hang on either.
-  TempDir ws2("protect-gitconfig-gitfifo");
+  TempDir ws2("git-own-gitfifo");
   REQUIRE(::mkfifo((ws2 / ".git").c_str(), 0600) == 0);
   RunResult f = nsrun_test::nsrun({"--", "/bin/true"}, [&] {
     RunOptions o = at(ws2);
@@ -154,7 +154,7 @@ TEST_CASE("a .git config with include.path and core.hooksPath made by one run is
     return o;
   }());
   CHECK(f.exit_code == 0);
-  TempDir ws3("protect-gitconfig-gitcfgfifo");
+  TempDir ws3("git-own-gitcfgfifo");
   make_dir(ws3 / ".git");
   REQUIRE(::mkfifo((ws3 / ".git/config").c_str(), 0600) == 0);
   RunOptions o3 = at(ws3);
@@ -173,11 +173,11 @@ TEST_CASE("a .git config with include.path and core.hooksPath made by one run is
 // not it was read. And since a config nsrun cannot read whole
 // may include files nsrun then cannot protect (the next test), a launch
 // with one is refused: exit 125, one line, nothing run.
-TEST_CASE("a gitdir's config too large to read, or unreadable, is still kept read-only", "[protect-gitconfig][protect]") {
+TEST_CASE("a gitdir's config too large to read, or unreadable, is still kept read-only", "[git-own-paths][protect]") {
   require_userns();
   for (bool big : {true, false}) {
     DYNAMIC_SECTION((big ? "1.1 MB config" : "mode 0 config")) {
-      TempDir ws("protect-gitconfig-gitbig");
+      TempDir ws("git-own-gitbig");
       write_file(ws / ".git", "gitdir: gd\n");
       make_dir(ws / "gd");
       write_file(ws / "gd/HEAD", "ref: refs/heads/main\n");
@@ -211,11 +211,11 @@ TEST_CASE("a gitdir's config too large to read, or unreadable, is still kept rea
 // launch is refused, and so is `nsrun commit` of such a workspace
 // (the same paths decide what commit may apply).
 TEST_CASE("a repository config too large to follow its includes refuses the launch, on both rungs",
-          "[protect-gitconfig][protect]") {
+          "[git-own-paths][protect]") {
   for (Rung rung : {Rung::namespaces, Rung::landlock}) {
     DYNAMIC_SECTION((rung == Rung::namespaces ? "namespaces" : "landlock")) {
       std::vector<std::string> argv = rung_options(rung);
-      TempDir ws("protect-gitconfig-gitinc");
+      TempDir ws("git-own-gitinc");
       make_dir(ws / ".git");
       write_file(ws / ".git/HEAD", "ref: refs/heads/main\n");
       const std::string config = "[core]\n\trepositoryformatversion = 0\n" + std::string(1100000, '#') +
@@ -237,9 +237,9 @@ TEST_CASE("a repository config too large to follow its includes refuses the laun
 // `nsrun commit` asks the same function which workspace paths are git's:
 // a config grown past the cap after the run (by the host) refuses the
 // commit too, and nothing of the layer is applied.
-TEST_CASE("nsrun commit refuses a workspace whose git config is too large to follow", "[protect-gitconfig][protect][cow]") {
+TEST_CASE("nsrun commit refuses a workspace whose git config is too large to follow", "[git-own-paths][protect][cow]") {
   require_userns();
-  TempDir ws("protect-gitconfig-gitcommit"), state("protect-gitconfig-gitcommit-state");
+  TempDir ws("git-own-gitcommit"), state("git-own-gitcommit-state");
   make_dir(ws / ".git");
   write_file(ws / ".git/HEAD", "ref: refs/heads/main\n");
   write_file(ws / ".git/config", "[core]\n");
