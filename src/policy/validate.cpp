@@ -83,12 +83,13 @@ Result<void> plain_path(std::string_view option, const std::string& path) {
     const std::size_t slash = rest.find('/');
     const std::string_view part = rest.substr(0, slash);
     rest = slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
-    if (part.empty()) continue;
-    if (part == "." || part == "..") {
+    // "." names the directory it is in: nothing to resolve or to race.
+    if (part.empty() || part == ".") continue;
+    if (part == "..") {
       const std::string real = resolved();
       return fail(bad(option, path,
-                      real.empty() ? fmt::format("a '{}' component (name the path plainly)", part)
-                                   : fmt::format("a '{}' component: give {}", part, real)));
+                      real.empty() ? std::string("a '..' component (name the path plainly)")
+                                   : fmt::format("a '..' component: give {}", real)));
     }
     prefix += '/';
     prefix += part;
