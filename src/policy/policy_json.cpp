@@ -257,6 +257,10 @@ Result<EnvOp> env_from_json(const Value& v, const std::string& where) {
   };
   EnvOp e;
   if (auto r = read_object(v, e, where, readers); !r) return fail(r.error());
+  // A value on unset, allow or deny would be dropped on the way back out
+  // (to_json writes one for set only), and means the entry was misread.
+  if (e.kind != EnvOp::Kind::set && v.find("value") != nullptr)
+    return fail(field_error(fmt::format("{}.value", where), fmt::format("only for op set, not {}", name(e.kind))));
   return e;
 }
 

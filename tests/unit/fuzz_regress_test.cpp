@@ -59,6 +59,22 @@ TEST_CASE("fuzz regression: a descriptor number in a policy fits an int", "[fuzz
   CHECK(*uid->uid == 4294967294u);
 }
 
+// fuzz_policy_json: an env entry {"op": "unset", "value": "B"} was read
+// with its value, which to_json (a value for set only) then dropped, so the
+// Policy read back differed. A value is refused but on set.
+TEST_CASE("fuzz regression: an env entry's value is for op set only", "[fuzz][policy]") {
+  auto unset = from_json(*json::parse(R"({"env": [{"op": "unset", "name": "C", "value": "B"}]})"));
+  REQUIRE_FALSE(unset);
+  CHECK(unset.error().kind == ErrorKind::usage);
+  CHECK(unset.error().message().find("env[0].value") != std::string::npos);
+  CHECK_FALSE(from_json(*json::parse(R"({"env": [{"op": "allow", "name": "LC_*", "value": ""}]})")));
+  auto set = from_json(*json::parse(R"({"env": [{"op": "set", "name": "A", "value": "B"}]})"));
+  REQUIRE(set);
+  auto back = from_json(*json::parse(json::dump(to_json(*set))));
+  REQUIRE(back);
+  CHECK(*back == *set);
+}
+
 // fuzz_dns_query: a query whose labels were "registry" "n.kjs" "org" was
 // read as the name registry.n.kjs.org, judged and answered as such: the
 // stub answered a name the query had not asked for (nsrun's own resolver
