@@ -15,7 +15,7 @@
 
 #include "bench/spawn.hpp"
 #include "layers/dirs.hpp"
-#include "launch/launch.hpp"
+#include "launch/spec.hpp"
 #include "sys/timeline.hpp"
 
 namespace nsrun {

@@ -12,9 +12,8 @@
 #include <fmt/format.h>
 
 #include "landlock/ruleset.hpp"
-#include "launch/landlock_rung.hpp"
-#include "launch/protect_restore.hpp"
-#include "launch/launch.hpp"
+#include "launch/rung.hpp"
+#include "launch/spec.hpp"
 #include "ns/credentials.hpp"
 #include "policy/env.hpp"
 #include "policy/protect.hpp"
@@ -130,78 +129,6 @@ std::string protection_lines(const Policy& policy) {
 
 }  // namespace
 
-namespace {
-
-// The namespace rung's plan: mounts, capabilities, its filter.
-void explain_namespaces(const Prepared& prepared, std::string& out) {
-  out += describe(prepared.plan);
-  std::string kept;
-  for (cap_value_t c : prepared.keep_caps) {
-    kept += fmt::format("{}{}", kept.empty() ? "" : " ", capability_name(c));
-  }
-  if (prepared.keep_setfcap)
-    kept += fmt::format("{}CAP_SETFCAP (--allow-nested-userns as root: mapping uid 0 needs it)", kept.empty() ? "" : " ");
-  out += kept.empty() ? "capabilities: all dropped; no_new_privs\n"
-                      : fmt::format("capabilities: all dropped but {}; no_new_privs\n", kept);
-  out += fmt::format("seccomp: {}\n", describe_filter(filter_spec(prepared.filter), prepared.seccomp));
-  // The Landlock rung cannot tell a writable root from the rest of the host
-  // for these: its filter refuses them everywhere.
-  out += fmt::format("landlock rung: refuses everywhere, writable roots too: {} (Landlock cannot confine them to "
-                     "the writable roots)\n",
-                     fmt::join(landlock_refused_everywhere(), ", "));
-  if (prepared.egress)
-    out += "network: proxy (a new network namespace with only lo; HTTP/SOCKS proxy at 127.0.0.1:3128 and DNS at "
-           "127.0.0.1:53, served by nsrun outside the sandbox)\n";
-  else
-    out += fmt::format("network: {}\n", (prepared.plan.clone_flags & CLONE_NEWNET) != 0
-                                             ? "none (a new network namespace with only lo up, 127.0.0.1; pathname unix "
-                                               "sockets are files, not network: see unix sockets)"
-                                             : "share (the host's network)");
-}
-
-// --network proxy's rules, as given.
-void explain_egress(const Policy& policy, std::string& out) {
-  auto list = [](const std::vector<std::string>& v) {
-    std::string s;
-    for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
-    return s.empty() ? std::string("-") : printable(s);
-  };
-  out += fmt::format("  allow: {}\n  deny: {}\n  resolve: {}\n  log: {}\n", list(policy.egress.allow),
-                     list(policy.egress.deny), list(policy.egress.resolve),
-                     policy.egress.log.empty() ? "-" : printable(policy.egress.log));
-}
-
-// The Landlock rung's plan, from the same spec its launch reads
-// (landlock::assess): no mounts run there, so none are shown.
-Result<void> explain_landlock(const Policy& policy, std::string& out) {
-  const landlock::Readiness ready = landlock::assess(policy);
-  if (!ready.reason.empty())
-    return fail(Error{"--backend landlock", 0, {}, fmt::format("the Landlock rung cannot run this policy: {} ({})", ready.reason, ready.detail)});
-  out += "rung: landlock (no namespaces: the command runs on the host's file system under the ruleset below)\n";
-  out += landlock::describe(ready.ruleset);
-  if (!ready.snapshot_paths.empty()) {
-    std::string paths;
-    for (const auto& [root, rel] : ready.snapshot_paths)
-      paths += (paths.empty() ? "" : " ") + (root == "/" ? "/" + rel : root + "/" + rel);
-    out += fmt::format("protected paths: {}: {}\n", snapshot_words, printable(paths));
-  }
-  out += "capabilities: all dropped (bounding and ambient sets emptied); no_new_privs\n";
-  out += fmt::format("seccomp: {}\n", describe_filter(filter_spec(ready.filter), ready.seccomp));
-  out += fmt::format("network: {}\n", policy.network == Network::none
-                                           ? "none (no network namespace on this rung: the filter refuses socket() for "
-                                             "AF_INET, AF_INET6 and AF_PACKET; pathname unix sockets are files, not "
-                                             "network: see unix sockets)"
-                                           : policy.network == Network::proxy
-                                           ? "proxy (the host's network namespace: Landlock refuses every TCP connect "
-                                             "and bind; the filter allows TCP sockets only; nsrun answers connect() "
-                                             "with a socket to its proxy on the host's 127.0.0.1 at a port picked at "
-                                             "launch, and refuses every other address; no DNS stub)"
-                                           : "share (the host's network)");
-  return {};
-}
-
-}  // namespace
-
 Result<std::string> explain(const Policy& policy) {
   // Without the preset the mount list is exactly the one given (the bwrap
   // dialect): the mode and workspace decide nothing then.
@@ -222,14 +149,14 @@ Result<std::string> explain(const Policy& policy) {
     out += describe_layers(previewed);
   }
   if (!policy.host_backend.empty()) out += fmt::format("host backend: {}\n", policy.host_backend);
-  // The plan of the rung that would run: the namespace rung's unless
-  // --backend landlock pins the other (auto falls to Landlock only when the
-  // host refuses namespaces, which `nsrun probe` tells).
-  if (policy.backend == Backend::landlock) {
-    if (auto r = explain_landlock(previewed, out); !r) return fail(r.error());
-  } else {
-    explain_namespaces(*prepared, out);
-    if (policy.network == Network::proxy) explain_egress(policy, out);
+  // The plan of the rung that would run: the first of the ladder's that
+  // --backend allows, the namespace rung's unless --backend landlock pins
+  // the other (auto falls to Landlock only when the host refuses
+  // namespaces, which `nsrun probe` tells).
+  for (const auto& rung : rungs()) {
+    if (!rung_allowed(policy.backend, rung->name())) continue;
+    if (auto r = rung->explain(previewed, *prepared, out); !r) return fail(r.error());
+    break;
   }
   if (policy.unix_sockets == UnixSockets::none)
     out += "unix sockets: none (socket(AF_UNIX) refused by the filter on both rungs; socketpair works; abstract "

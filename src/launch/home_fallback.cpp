@@ -52,10 +52,11 @@ void note_cache_redirect(LaunchReport& report, const std::string& redirect) {
   for (const auto& [var, value] : cache_redirects(redirect, "")) report.layers.redirected.push_back(var);
 }
 
-Result<void> prepare_cache_redirect(Prepared& p, const Policy& policy, const std::string& why) {
+Result<LaunchSpec> cache_redirect_spec(const LaunchSpec& base, const Policy& policy, const std::string& why) {
   const Policy fallback = cache_redirect_policy(policy);
-  auto plan = make_plan(fallback, HostFacts{::getuid(), ::getgid(), p.plan.chdir});
+  auto plan = make_plan(fallback, HostFacts{::getuid(), ::getgid(), base.plan.chdir});
   if (!plan) return fail(plan.error());
+  LaunchSpec p = base;
   p.plan.mounts = std::move(plan->mounts);
   if (p.limits.tmpfs_size)
     for (auto& step : p.plan.mounts)
@@ -64,7 +65,7 @@ Result<void> prepare_cache_redirect(Prepared& p, const Policy& policy, const std
   if (policy.home_given)
     fmt::print(stderr, "nsrun: --home cow: {}; the home stays read-only and the well-known caches go to {}\n", why,
              printable(policy.layers.redirect));
-  return {};
+  return p;
 }
 
 }  // namespace nsrun

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "launch/launch.hpp"
+#include "launch/spec.hpp"
 #include "launch/report.hpp"
 #include "policy/cow.hpp"  // existing_home_base()
 #include "policy/policy.hpp"
@@ -40,11 +40,11 @@ void redirect_caches(std::vector<std::string>& env, const std::string& redirect)
 // The report's "layers" for the fallback.
 void note_cache_redirect(LaunchReport& report, const std::string& redirect);
 
-// The namespace rung's spec for the fallback: the mounts of
-// cache_redirect_policy() (tmpfs sizes of the limits kept) and the
-// redirected caches; stated on stderr with `why` when --home cow was asked
-// for (the default's fallback is in the report: the rung's detail and
-// layers.home "cache-redirect").
-Result<void> prepare_cache_redirect(Prepared& p, const Policy& policy, const std::string& why);
+// The namespace rung's spec for the fallback, a new one made from `p`
+// (which stays as it is): the mounts of cache_redirect_policy() (tmpfs
+// sizes of the limits kept) and the redirected caches; stated on stderr
+// with `why` when --home cow was asked for (the default's fallback is in
+// the report: the rung's detail and layers.home "cache-redirect").
+Result<LaunchSpec> cache_redirect_spec(const LaunchSpec& p, const Policy& policy, const std::string& why);
 
 }  // namespace nsrun

@@ -1,6 +1,9 @@
+// The fail-closed ladder, top to bottom: the reason codes a rung's
+// failure maps to, then run_ladder(), which walks the table of rungs
+// (launch/rung.hpp: the namespace rung, then Landlock) until one decides
+// the launch, and `nsrun probe`, which walks the same table up to each
+// rung's exec.
 #include "launch/ladder.hpp"
-
-#include "launch/home_fallback.hpp"
 
 #include <sched.h>
 #include <sys/wait.h>
@@ -8,11 +11,8 @@
 
 #include <fmt/format.h>
 
-#include "launch/home_fallback.hpp"
-#include "launch/landlock_rung.hpp"
-#include "launch/protect_restore.hpp"
+#include "launch/rung.hpp"
 #include "policy/json.hpp"
-#include "launch/apparmor.hpp"
 #include "sys/syscalls.hpp"
 
 namespace nsrun {
@@ -25,63 +25,12 @@ std::string rung_line(const RungReport& r) {
 }
 
 // One line naming each rung and why it was not usable.
-Error no_sandbox(const RungReport& ns, const RungReport& ll) {
-  Error e{"no sandbox available", 0, {}, fmt::format("{}; {}", rung_line(ns), rung_line(ll))};
+Error no_sandbox(const std::vector<RungReport>& rungs) {
+  std::string lines;
+  for (const auto& r : rungs) lines += (lines.empty() ? "" : "; ") + rung_line(r);
+  Error e{"no sandbox available", 0, {}, std::move(lines)};
   e.phase = Phase::choose_rung;
   return e;
-}
-
-struct NamespaceVerdict {
-  std::string reason;  // empty: usable
-  std::string detail;
-};
-
-// Fills reason and detail for a namespace-rung failure that the host caused.
-NamespaceVerdict verdict_for(const Error& e, ProcMode proc, uint64_t clone_flags) {
-  NamespaceVerdict v;
-  v.reason = classify_namespace_failure(e, proc);
-  if (v.reason == clone_refused) v.reason = diagnose_clone(clone_flags, try_clone);
-  v.detail = e.message();
-  if (v.reason == reason::proc_masked) v.detail += fmt::format("; {}", proc_masked_hint());
-  const bool made_userns = (clone_flags & CLONE_NEWUSER) != 0;
-  if (userns_capabilities_refused(e, made_userns, v.reason))
-    if (auto hint = userns_restriction_hint(e, made_userns, v.reason, read_userns_restriction()); !hint.empty())
-      v.detail += fmt::format("; {}", hint);
-  return v;
-}
-
-// The namespace rung as `nsrun probe` sees it: the launch itself (the
-// same clone, id maps, mounts, /proc, confinement and the command's start),
-// stopped where the command would exec. `p` is a copy, spent here.
-NamespaceVerdict probe_namespaces(Prepared p) {
-  p.stop_before_exec = true;
-  LaunchOutcome o = run_namespaces(p);
-  if (!o.error) {
-    if (o.exit_code == 0) return {};
-    return {std::string(reason::failed), fmt::format("the launch ended with status {} before the exec", o.exit_code)};
-  }
-  NamespaceVerdict v = verdict_for(*o.error, p.plan.proc, p.plan.clone_flags);
-  if (v.reason.empty()) v.reason = reason::failed;
-  return v;
-}
-
-// The same for the Landlock rung, once assess() found it expressible: the
-// supervisor, the private TMPDIR and the command's confinement, up to the
-// exec.
-void probe_landlock(Prepared p, landlock::Readiness& ready) {
-  p.stop_before_exec = true;
-  LaunchOutcome o = landlock::run(p, ready);
-  if (!o.error && o.exit_code == 0) return;
-  ready.reason = reason::failed;
-  ready.detail = o.error ? o.error->message() : fmt::format("the launch ended with status {} before the exec", o.exit_code);
-}
-
-void note_landlock(LaunchReport& report, const landlock::Readiness& ready) {
-  report.landlock_abi = ready.abi;
-  if (!ready.reason.empty()) return;
-  report.landlock_enforcement = landlock::name(ready.ruleset.enforcement);
-  report.landlock_dropped = ready.ruleset.dropped;
-  report.landlock_refused = ready.ruleset.refused;
 }
 
 }  // namespace
@@ -209,89 +158,58 @@ std::string_view proc_masked_hint() {
          "lakebox), or choose --proc host-bind";
 }
 
-LadderOutcome run_ladder(const Policy& policy, Prepared& p, LaunchReport& report, const ProtectWatch* protect) {
-  RungReport ns{"namespaces", false, {}, {}};
-  RungReport ll{"landlock", false, {}, {}};
-  auto done = [&](LadderOutcome o, const Timeline& timeline) {
-    report.rungs = {ns, ll};
-    report.phases = timeline.phases();
+LadderOutcome run_ladder(const Policy& policy, const LaunchSpec& p, LaunchReport& report, const ProtectWatch* protect) {
+  // The launch's phases between the rungs; each attempt goes on from it.
+  Timeline timeline = p.timeline;
+  const auto table = rungs();
+  std::vector<RungReport> rungs_seen;
+  for (const auto& rung : table) rungs_seen.push_back({std::string(rung->name()), false, {}, {}});
+  auto done = [&](LadderOutcome o, const Timeline& phases) {
+    report.rungs = rungs_seen;
+    report.phases = phases.phases();
     return o;
   };
 
-  if (policy.backend == Backend::landlock) {
-    ns.reason = reason::not_tried;
-    ns.detail = "--backend landlock";
-  } else {
-    LaunchOutcome o = run_namespaces(p);
-    if (o.command_started || !o.error) {
-      ns.used = o.command_started;
-      ll.reason = reason::not_tried;
-      report.rung = "namespaces";
-      report.verdict = std::move(o.verdict);
-      return done({o.exit_code, o.error, {}}, o.timeline);
+  std::vector<egress::Decision> decisions;
+  // The failure behind a refusal when the ladder ends at a rung --backend
+  // left out (bwrap speaks of it in its own words).
+  std::optional<Error> cause;
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    Rung& rung = *table[i];
+    RungReport& seen = rungs_seen[i];
+    if (!rung_allowed(policy.backend, rung.name())) {
+      seen.reason = reason::not_tried;
+      seen.detail = fmt::format("--backend {}", name(policy.backend));
+      continue;
     }
-    // The home's overlay refused by this kernel or file system, before the
-    // command ran: the same rung again with the caches redirected
-    // (launch/home_fallback.hpp), never a rung down for it.
-    if (home_overlay_refused(*o.error, p.plan, policy)) {
-      const std::string why = fmt::format("no overlay for the home here ({}: {})", reason::overlay_unavailable,
-                                          o.error->message());
-      if (auto r = prepare_cache_redirect(p, policy, why); !r) return done({r.error().exit_code(), r.error(), {}}, p.timeline);
-      LaunchOutcome again = run_namespaces(p);
-      if (again.command_started || !again.error) {
-        ns.used = again.command_started;
-        ns.detail = why;
-        ll.reason = reason::not_tried;
-        report.rung = "namespaces";
-        report.verdict = std::move(again.verdict);
-        note_cache_redirect(report, policy.layers.redirect);
-        return done({again.exit_code, again.error, {}}, again.timeline);
-      }
-      o = std::move(again);
+    if (!rung.assess(policy, p, protect, seen, report)) {
+      cause.reset();
+      continue;
     }
-    NamespaceVerdict v = verdict_for(*o.error, p.plan.proc, p.plan.clone_flags);
-    ns.detail = v.detail;
-    if (v.reason.empty()) {
-      // Not the host's refusal: the user's problem to see, never a reason
-      // to move to another rung.
-      ns.reason = reason::failed;
-      ll.reason = reason::not_tried;
-      report.rung = "none";
-      return done({o.exit_code, o.error, {}}, o.timeline);
+    Attempt a(p, timeline);
+    const LadderStep step = rung.run(policy, p, a, seen, report);
+    decisions = std::move(a.egress_decisions);
+    if (step == LadderStep::next) {
+      cause = a.outcome.error;
+      timeline.mark(rung.name());
+      continue;
     }
-    ns.reason = v.reason;
-    p.timeline.mark("namespaces");
-    if (policy.backend == Backend::namespaces) {
-      ll.reason = reason::not_tried;
-      ll.detail = "--backend namespaces";
-      report.rung = "none";
-      return done({125, no_sandbox(ns, ll), o.error}, p.timeline);
-    }
+    // The launch is decided here.
+    if (step == LadderStep::stop)
+      for (std::size_t j = i + 1; j < table.size(); ++j) rungs_seen[j].reason = reason::not_tried;
+    LadderOutcome out;
+    out.exit_code = a.outcome.exit_code;
+    out.error = a.outcome.error;
+    out.egress_decisions = std::move(decisions);
+    out.plan = std::move(a.plan);
+    return done(std::move(out), a.outcome.timeline);
   }
-
-  landlock::Readiness ready = landlock::assess(policy, protect);
-  note_landlock(report, ready);
-  if (!ready.reason.empty()) {
-    ll.reason = ready.reason;
-    ll.detail = ready.detail;
-    report.rung = "none";
-    return done({125, no_sandbox(ns, ll), {}}, p.timeline);
-  }
-  LaunchOutcome o = landlock::run(p, std::move(ready));
-  if (o.command_started) {
-    ll.used = true;
-    report.rung = "landlock";
-    report.verdict = std::move(o.verdict);
-    if (!policy.layers.redirect.empty()) note_cache_redirect(report, policy.layers.redirect);
-    // No PID namespace here: the command sees the host's /proc, read-only
-    // by the ruleset.
-    report.proc = ProcMode::host_bind;
-    return done({o.exit_code, o.error, {}}, o.timeline);
-  }
-  ll.reason = reason::failed;
-  ll.detail = o.error ? o.error->message() : "";
   report.rung = "none";
-  return done({o.error ? o.error->exit_code() : 125, o.error, {}}, o.timeline);
+  LadderOutcome out;
+  out.error = no_sandbox(rungs_seen);
+  out.cause = cause;
+  out.egress_decisions = std::move(decisions);
+  return done(std::move(out), timeline);
 }
 
 int probe_rungs(const Policy& given, bool json_out) {
@@ -306,76 +224,51 @@ int probe_rungs(const Policy& given, bool json_out) {
     fmt::print(stderr, "nsrun: {}\n", prepared.error().message());
     return 125;
   }
-  const LaunchPlan* plan = &prepared->plan;
-  const NamespaceVerdict ns = probe_namespaces(*prepared);
-  landlock::Readiness ll = landlock::assess(policy);
-  if (ll.reason.empty()) probe_landlock(*prepared, ll);
-  const bool ns_ok = ns.reason.empty() && policy.backend != Backend::landlock;
-  const bool ll_ok = ll.reason.empty() && policy.backend != Backend::namespaces;
-  const std::string selected = ns_ok ? "namespaces" : ll_ok ? "landlock" : "none";
+  prepared->stop_before_exec = true;
+  const LaunchSpec& spec = *prepared;
+  const auto table = rungs();
+  std::vector<RungReport> found;
+  std::string selected = "none";
+  for (const auto& rung : table) {
+    RungReport seen{std::string(rung->name()), false, {}, {}};
+    LaunchReport unused;
+    if (rung->assess(policy, spec, nullptr, seen, unused)) {
+      Attempt a(spec);
+      (void)rung->run(policy, spec, a, seen, unused);
+      const LaunchOutcome& o = a.outcome;
+      if (!o.error && o.exit_code == 0) {
+        seen.reason.clear();
+        seen.detail.clear();
+      } else if (!o.error) {
+        seen.reason = reason::failed;
+        seen.detail = fmt::format("the launch ended with status {} before the exec", o.exit_code);
+      } else if (seen.reason.empty()) {
+        seen.reason = reason::failed;
+        seen.detail = o.error->message();
+      }
+    }
+    if (selected == "none" && seen.reason.empty() && rung_allowed(policy.backend, rung->name()))
+      selected = std::string(rung->name());
+    found.push_back(std::move(seen));
+  }
 
   if (json_out) {
     using json::Value;
     Value out = Value::object();
     out.set("backend", name(policy.backend));
     out.set("host_backend", policy.host_backend);
-    out.set("proc", name(plan->proc));
+    out.set("proc", name(spec.plan.proc));
     out.set("selected", selected);
-    Value rungs = Value::array();
-    Value n = Value::object();
-    n.set("name", "namespaces");
-    n.set("usable", ns.reason.empty());
-    n.set("reason", ns.reason.empty() ? Value() : Value(ns.reason));
-    n.set("detail", ns.detail);
-    n.set("ends_sandbox", "pid-namespace");
-    rungs.push_back(std::move(n));
-    Value l = Value::object();
-    l.set("name", "landlock");
-    l.set("usable", ll.reason.empty());
-    l.set("reason", ll.reason.empty() ? Value() : Value(ll.reason));
-    l.set("detail", ll.detail);
-    l.set("abi", ll.abi);
-    // How the rung ends every process of the sandbox (at a --timeout, when
-    // the command exits, when nsrun dies).
-    l.set("ends_sandbox", ll.abi == 0 ? Value() : Value(ll.signal_scope ? "signal-scope" : "one-by-one"));
-    l.set("enforcement", ll.reason.empty() ? landlock::name(ll.ruleset.enforcement) : std::string_view());
-    // How the rung keeps the protected paths no Landlock rule can.
-    l.set("protected", ll.reason.empty() && !ll.snapshot_paths.empty() ? Value("snapshot-restore") : Value());
-    Value dropped = Value::array();
-    for (const auto& d : ll.ruleset.dropped) dropped.push_back(d);
-    l.set("dropped", std::move(dropped));
-    Value refused = Value::array();
-    for (const auto& d : ll.ruleset.refused) refused.push_back(d);
-    l.set("refused", std::move(refused));
-    rungs.push_back(std::move(l));
-    out.set("rungs", std::move(rungs));
+    Value list = Value::array();
+    for (std::size_t i = 0; i < table.size(); ++i) list.push_back(table[i]->explain_probe_json(found[i]));
+    out.set("rungs", std::move(list));
     fmt::print("{}\n", json::dump(out));
   } else {
-    fmt::print("host backend: {}\n", policy.host_backend.empty() ? "none" : policy.host_backend);
-    fmt::print("proc: {}\n", name(plan->proc));
-    if (ns.reason.empty()) fmt::print("namespaces: usable\n");
-    else fmt::print("namespaces: unusable: {} ({})\n", ns.reason, ns.detail);
-    if (!ll.reason.empty()) {
-      fmt::print("landlock: unusable: {} ({})\n", ll.reason, ll.detail);
-    } else {
-      std::string dropped;
-      for (const auto& d : ll.ruleset.dropped) dropped += (dropped.empty() ? "" : ", ") + d;
-      std::string refused;
-      for (const auto& d : ll.ruleset.refused) refused += (refused.empty() ? "" : ", ") + d;
-      fmt::print("landlock: usable (ABI {}, enforcement {}{}{})\n", ll.abi, landlock::name(ll.ruleset.enforcement),
-                 dropped.empty() ? "" : "; not enforced: " + dropped,
-                 refused.empty() ? "" : "; refused everywhere, writable roots too: " + refused);
-    }
-    if (ll.reason.empty() && !ll.snapshot_paths.empty())
-      fmt::print("landlock: protected paths: {}\n", snapshot_words);
-    if (ll.abi > 0)
-      fmt::print("landlock: ends the sandbox {}\n",
-                 ll.signal_scope
-                     ? "at once: kill(-1) from the supervisor's Landlock signal scope (ABI 6), which holds only the "
-                       "sandbox"
-                     : "one process at a time (no Landlock signal scope below ABI 6): a fork bomb can outlive "
-                       "--timeout and nsrun; --timeout is refused unless --limits best-effort");
-    fmt::print("selected: {} (--backend {})\n", selected, name(policy.backend));
+    std::string text = fmt::format("host backend: {}\n", policy.host_backend.empty() ? "none" : policy.host_backend);
+    text += fmt::format("proc: {}\n", name(spec.plan.proc));
+    for (std::size_t i = 0; i < table.size(); ++i) table[i]->explain_probe(found[i], text);
+    text += fmt::format("selected: {} (--backend {})\n", selected, name(policy.backend));
+    fmt::print("{}", text);
   }
   return selected == "none" ? 1 : 0;
 }

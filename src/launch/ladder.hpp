@@ -8,7 +8,8 @@
 #include <string>
 #include <string_view>
 
-#include "launch/launch.hpp"
+#include "launch/attempt.hpp"
+#include "launch/spec.hpp"
 #include "launch/protect_watch.hpp"
 #include "launch/report.hpp"
 #include "policy/policy.hpp"
@@ -63,13 +64,18 @@ struct LadderOutcome {
   // rung's own failure behind it, for a front end that speaks of it in
   // its own words (bwrap's "Can't mount proc on /newroot/proc: ...").
   std::optional<Error> cause;
+  // --network proxy: the decisions of the last rung's attempt.
+  std::vector<egress::Decision> egress_decisions;
+  // The plan the namespace rung ran when it was not the spec's (the home's
+  // cache redirect, launch/home_fallback.hpp).
+  std::optional<LaunchPlan> plan;
 };
 
 // Runs the command on the first usable rung allowed by policy.backend and
 // fills `report` (rung, rungs, Landlock ABI and enforcement, phases).
 // `protect`: the launch's scan of the protected paths, which the Landlock
 // rung's refusal check reuses (landlock::assess()).
-LadderOutcome run_ladder(const Policy& policy, Prepared& prepared, LaunchReport& report,
+LadderOutcome run_ladder(const Policy& policy, const LaunchSpec& spec, LaunchReport& report,
                          const ProtectWatch* protect = nullptr);
 
 // `nsrun probe [--json]`: each rung, usable or not, with the same codes,

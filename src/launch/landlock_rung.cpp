@@ -25,6 +25,8 @@
 #include "launch/cgroup_account.hpp"
 #include "launch/home_fallback.hpp"
 #include "launch/protect_restore.hpp"
+#include "launch/supervise.hpp"
+#include "launch/command.hpp"
 #include "net/connector.hpp"
 #include "policy/env.hpp"
 #include "ns/cgroup.hpp"
@@ -236,9 +238,9 @@ int parent_death_signal() { return SIGRTMIN + 2; }
 // has read that byte. End of file or anything else (nsrun failed a rule,
 // or died) and the command never starts: the supervisor removes its
 // TMPDIR and exits.
-[[noreturn]] void supervisor(pid_t nsrun_pid, int channel, int tmpdir_out, int ruleset_complete, Prepared& p,
-                             const sigset_t& original_mask, const CommandSetup& setup, const Ruleset& ruleset,
-                             bool signal_scope) {
+[[noreturn]] void supervisor(pid_t nsrun_pid, int channel, int tmpdir_out, int ruleset_complete, const LaunchSpec& p,
+                             Attempt& a, const sigset_t& original_mask, const CommandSetup& setup,
+                             const Ruleset& ruleset, bool signal_scope) {
   // Orphans of the command come to us, so none outlives the run.
   ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
   const int death = parent_death_signal();
@@ -293,7 +295,8 @@ int parent_death_signal() { return SIGRTMIN + 2; }
     remove_tree(tmpdir);
     ::_exit(125);
   }
-  set_env(p.env, "TMPDIR", tmpdir);
+  a.env = p.env;
+  set_env(*a.env, "TMPDIR", tmpdir);
   // Last before the command: the command's domain is nested in this one.
   if (signal_scope) {
     if (auto r = enter_signal_scope(nsrun_pid); !r) {
@@ -303,8 +306,8 @@ int parent_death_signal() { return SIGRTMIN + 2; }
     }
     in_signal_scope = true;
   }
-  p.timeline.mark("supervisor");
-  const pid_t command = spawn_command(channel, p, original_mask, setup);
+  a.timeline.mark("supervisor");
+  const pid_t command = spawn_command(channel, p, a, original_mask, setup);
   if (command < 0) {
     send_error(channel, sys_error(Operation::fork, "command"));
     remove_tree(tmpdir);
@@ -313,15 +316,15 @@ int parent_death_signal() { return SIGRTMIN + 2; }
   // Nothing of nsrun's is needed from here on: the channel, the ruleset,
   // status fds and the caller's fds stay with nsrun and the command; only
   // the socket for the command's last words.
-  if (p.words_fd >= 3) {
-    ::close_range(3, static_cast<unsigned>(p.words_fd) - 1, 0);
-    ::close_range(static_cast<unsigned>(p.words_fd) + 1, ~0U, 0);
+  if (a.words_fd >= 3) {
+    ::close_range(3, static_cast<unsigned>(a.words_fd) - 1, 0);
+    ::close_range(static_cast<unsigned>(a.words_fd) + 1, ~0U, 0);
   } else {
     ::close_range(3, ~0U, 0);
   }
   int raw = 0;
   const int code = wait_command(command, WaitOptions{death, end_sandbox}, &raw);
-  if (code >= 0) send_final_status(p.words_fd, raw, -1);
+  if (code >= 0) send_final_status(a.words_fd, raw, -1);
   // The command exited (its descendants may live on) or nsrun died.
   end_everything();
   remove_tree(tmpdir);
@@ -423,6 +426,24 @@ std::vector<std::pair<std::string, std::string>> protected_present(const Policy&
   return out;
 }
 
+// The rung's spec, a new one made from the launch's: this rung's limits
+// (what an rlimit keeps differs without a user namespace), the well-known
+// caches pointed at a cow home's redirect directory, and --network proxy's
+// environment retargeted to the proxy's port on the host (the connector
+// answers connect(), so no plain-filter fall back).
+LaunchSpec rung_spec(const LaunchSpec& base, RungLimits limits, const std::string& redirect,
+                     std::optional<uint16_t> proxy_port) {
+  LaunchSpec p = base;
+  apply_limits(p, std::move(limits));
+  if (!redirect.empty()) redirect_caches(p.env, redirect);
+  if (p.egress && proxy_port) {
+    egress::retarget_proxy_environment(p.env, *proxy_port);
+    p.egress->announced_peers_only = true;
+    p.require_listener = true;
+  }
+  return p;
+}
+
 }  // namespace
 
 Readiness assess(const Policy& policy, const ProtectWatch* scanned) {
@@ -511,48 +532,45 @@ Readiness assess(const Policy& policy, const ProtectWatch* scanned) {
   return r;
 }
 
-LaunchOutcome run(Prepared& p, Readiness ready) {
+LaunchOutcome run(const LaunchSpec& base, Attempt& a, Readiness ready) {
   LaunchOutcome out;
   if (ready.limits_error) {
     out.error = *ready.limits_error;
-    out.timeline = p.timeline;
+    out.timeline = a.timeline;
     return out;
   }
-  apply_limits(p, std::move(ready.limits));
-  if (!ready.redirect.empty()) {
-    redirect_caches(p.env, ready.redirect);
-    if (ready.redirect_stated)
-      fmt::print(stderr, "nsrun: --home cow: no overlay on the Landlock rung; the home stays read-only and the "
+  if (!ready.redirect.empty() && ready.redirect_stated)
+    fmt::print(stderr, "nsrun: --home cow: no overlay on the Landlock rung; the home stays read-only and the "
                        "well-known caches go to {}\n",
                printable(ready.redirect));
-  }
   // --network proxy: the proxy listens on the host's loopback,
   // on a port the kernel picks, and serves only the sockets nsrun makes
   // when it answers the command's connect() (net/connector.hpp).
   Fd proxy_listener;
   std::shared_ptr<egress::Connector> connector;
-  if (p.egress) {
+  std::optional<uint16_t> proxy_port;
+  if (base.egress) {
     uint16_t port = 0;
     auto listener = egress::host_listener(port);
     if (!listener) {
       out.error = listener.error();
-      out.timeline = p.timeline;
+      out.timeline = a.timeline;
       return out;
     }
     proxy_listener = std::move(*listener);
-    egress::retarget_proxy_environment(p.env, port);
+    proxy_port = port;
     connector = std::make_shared<egress::Connector>(port);
-    p.egress->announced_peers_only = true;
-    p.notify_handler = [connector](int l, const seccomp_notif& call) { return connector->handle(l, call); };
-    p.require_listener = true;
+    a.notify_handler = [connector](int l, const seccomp_notif& call) { return connector->handle(l, call); };
   }
+  // This rung's spec, made before its fork and read only from here on.
+  const LaunchSpec p = rung_spec(base, std::move(ready.limits), ready.redirect, proxy_port);
   // The ruleset's rules are added after the fork, while the supervisor
   // starts and makes the TMPDIR: the two overlap on
   // two CPUs, and the command waits for both (supervisor()).
   Result<Fd> fd = open_ruleset(ready.ruleset);
   if (!fd) {
     out.error = fd.error();
-    out.timeline = p.timeline;
+    out.timeline = a.timeline;
     return out;
   }
 
@@ -563,19 +581,19 @@ LaunchOutcome run(Prepared& p, Readiness ready) {
     out.error->detail = fmt::format("{}{}the protected set cannot be restored after the run on the Landlock rung; "
                                     "--unprotect the path or use the namespace rung",
                                     out.error->detail, out.error->detail.empty() ? "" : "; ");
-    out.timeline = p.timeline;
+    out.timeline = a.timeline;
     return out;
   }
   auto channel = make_channel();
   if (!channel) {
     out.error = channel.error();
-    out.timeline = p.timeline;
+    out.timeline = a.timeline;
     return out;
   }
   int names[2];
   if (::pipe2(names, O_CLOEXEC) != 0) {
     out.error = sys_error("pipe", "TMPDIR name");
-    out.timeline = p.timeline;
+    out.timeline = a.timeline;
     return out;
   }
   Fd name_in(names[0]);
@@ -586,7 +604,7 @@ LaunchOutcome run(Prepared& p, Readiness ready) {
   auto complete = make_channel();
   if (!complete) {
     out.error = complete.error();
-    out.timeline = p.timeline;
+    out.timeline = a.timeline;
     return out;
   }
   std::optional<ChannelPair> words;
@@ -594,12 +612,12 @@ LaunchOutcome run(Prepared& p, Readiness ready) {
     auto pair = make_channel();
     if (!pair) {
       out.error = pair.error();
-      out.timeline = p.timeline;
+      out.timeline = a.timeline;
       return out;
     }
     words = std::move(*pair);
-    p.words_fd = words->child.get();
-    p.words_parent_fd = words->parent.get();
+    a.words_fd = words->child.get();
+    a.words_parent_fd = words->parent.get();
   }
   // A second line behind the supervisor: if it is killed, the command's
   // processes come to nsrun, which ends them as before.
@@ -617,7 +635,7 @@ LaunchOutcome run(Prepared& p, Readiness ready) {
     if (!made) {
       out.error = made.error();
       sigprocmask(SIG_SETMASK, &original_mask, nullptr);
-      out.timeline = p.timeline;
+      out.timeline = a.timeline;
       return out;
     }
     cgroup = std::move(*made);
@@ -631,7 +649,7 @@ LaunchOutcome run(Prepared& p, Readiness ready) {
     out.error = sys_error(Operation::fork, "supervisor");
     drop_cgroup();
     sigprocmask(SIG_SETMASK, &original_mask, nullptr);
-    out.timeline = p.timeline;
+    out.timeline = a.timeline;
     return out;
   }
   if (child == 0) {
@@ -640,17 +658,17 @@ LaunchOutcome run(Prepared& p, Readiness ready) {
     proxy_listener.reset();
     complete->parent.reset();
     if (words) words->parent.reset();
-    supervisor(nsrun_pid, channel->child.get(), name_out.get(), complete->child.get(), p, original_mask, setup,
+    supervisor(nsrun_pid, channel->child.get(), name_out.get(), complete->child.get(), p, a, original_mask, setup,
                ready.ruleset, ready.signal_scope);
   }
   channel->child.reset();
   name_out.reset();
   complete->child.reset();
   if (words) words->child.reset();
-  p.words_fd = -1;
+  a.words_fd = -1;
   // Everything but the private TMPDIR, which the supervisor adds.
   auto added = add_rules(fd->get(), ready.ruleset);
-  p.timeline.mark("landlock-plan");
+  a.timeline.mark("landlock-plan");
   fd->reset();
   if (!added) {
     // No 'R': the supervisor removes its TMPDIR and exits, the command
@@ -662,7 +680,7 @@ LaunchOutcome run(Prepared& p, Readiness ready) {
     remove_reported_tmpdir(name_in.get());
     sigprocmask(SIG_SETMASK, &original_mask, nullptr);
     out.error = added.error();
-    out.timeline = p.timeline;
+    out.timeline = a.timeline;
     return out;
   }
   // A supervisor already gone (its set-up failed) is heard of on the
@@ -683,16 +701,16 @@ LaunchOutcome run(Prepared& p, Readiness ready) {
       remove_reported_tmpdir(name_in.get());
       sigprocmask(SIG_SETMASK, &original_mask, nullptr);
       out.error = started.error();
-      out.timeline = p.timeline;
+      out.timeline = a.timeline;
       return out;
     }
     proxy = std::move(*started);
     connector->on_decision([e = proxy.get()](egress::Decision d) { e->record(std::move(d)); });
     connector->on_source([e = proxy.get()](uint16_t port, bool made) { e->announce(port, made); });
   }
-  p.child_is_supervisor = true;
-  out = supervise(child, channel->parent.get(), p, original_mask, "the supervisor", proxy.get());
-  if (proxy) p.egress_decisions = proxy->stop();
+  a.child_is_supervisor = true;
+  out = supervise(child, channel->parent.get(), p, a, original_mask, "the supervisor", proxy.get());
+  if (proxy) a.egress_decisions = proxy->stop();
   // The supervisor has ended the command's processes and removed the
   // TMPDIR; only if it was killed itself is anything left, now ours.
   end_leftovers();

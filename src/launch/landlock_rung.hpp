@@ -13,7 +13,8 @@
 #include <vector>
 
 #include "landlock/ruleset.hpp"
-#include "launch/launch.hpp"
+#include "launch/attempt.hpp"
+#include "launch/spec.hpp"
 #include "launch/protect_watch.hpp"
 #include "policy/policy.hpp"
 #include "seccomp/filter.hpp"
@@ -55,9 +56,11 @@ struct Readiness {
 // (or null) scanned again here.
 Readiness assess(const Policy& policy, const ProtectWatch* scanned = nullptr);
 
-// Runs the prepared command on this rung. `ready` must come from assess()
-// with an empty reason.
-LaunchOutcome run(Prepared& prepared, Readiness ready);
+// Runs the command of `spec` on this rung. `ready` must come from assess()
+// with an empty reason. The rung's own spec (its limits, the redirected
+// caches, the proxy's port) is a new one made from `spec` before the fork;
+// neither is written after it: what the run learns is `a`'s.
+LaunchOutcome run(const LaunchSpec& spec, Attempt& a, Readiness ready);
 
 // The parent pid field of a /proc/<pid>/stat line, -1 when `stat` is not
 // one. The command name before it may hold spaces and ')', and only the

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "launch/launch.hpp"
+#include "launch/spec.hpp"
 #include "mount/plan.hpp"
 #include "plan_support.hpp"
 #include "policy/presets.hpp"
