@@ -130,6 +130,15 @@ void take_handed_locks(int sock, int count) {
   }
 }
 
+namespace {
+
+// PID 1 closes its end only when done or dead, and its death ends the PID
+// namespace: the kernel is killing this process too. Nothing to report, so
+// that nsrun reports PID 1's end, not a lock error.
+[[noreturn]] void pid1_gone() { ::_exit(125); }
+
+}  // namespace
+
 bool wait_for_pid1(int sock) {
   char go = 0;
   ssize_t n;
@@ -161,12 +170,14 @@ Result<void> hand_locks_to_pid1(int sock, const std::vector<Fd>& locks, const st
     ssize_t n;
     while ((n = ::sendmsg(sock, &msg, MSG_NOSIGNAL)) < 0 && errno == EINTR) {
     }
-    if (n != 1) return fail(sys_error(Operation::lock_lock, first, n < 0 ? errno : EPIPE, "handing the lock to PID 1"));
+    if (n < 0 && (errno == EPIPE || errno == ECONNRESET)) pid1_gone();
+    if (n != 1) return fail(sys_error(Operation::lock_lock, first, n < 0 ? errno : EPROTO, "handing the lock to PID 1"));
     LockAnswer answer{};
     while ((n = ::recv(sock, &answer, sizeof answer, 0)) < 0 && errno == EINTR) {
     }
+    if (n == 0 || (n < 0 && errno == ECONNRESET)) pid1_gone();
     if (n != static_cast<ssize_t>(sizeof answer))
-      return fail(sys_error(Operation::lock_lock, first, n < 0 ? errno : EPIPE, "PID 1 did not answer"));
+      return fail(sys_error(Operation::lock_lock, first, n < 0 ? errno : EPROTO, "PID 1 did not answer"));
     if (answer.failed >= 0) {
       const std::size_t at = from + std::min<std::size_t>(static_cast<std::size_t>(answer.failed), k - 1);
       return fail(sys_error(Operation::lock_lock, paths[at], answer.err));
@@ -194,9 +205,10 @@ int pid1_reaper_main(int argc, char** argv) {
   install_forwarding_handlers();
   for (int fd : {words, last, release})
     if (fd >= 0) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+  // A command (or set-up process) already dead cannot read it (PID 1
+  // ignores SIGPIPE): its status is reaped below all the same.
   const char go = 1;
-  if (::write(release, &go, 1) != 1) return 125;
-  take_handed_locks(release, locks);
+  if (::write(release, &go, 1) == 1) take_handed_locks(release, locks);
   ::close(release);
   int raw = 0;
   const int code = wait_command(command, WaitOptions{0, end_pid_namespace}, &raw);
