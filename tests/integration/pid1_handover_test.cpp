@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -88,8 +89,13 @@ TEST_CASE("the re-exec'd PID 1 has the sandbox's root and working directory, no 
   for (const auto& nsrun : nsruns()) {
     DYNAMIC_SECTION(nsrun) {
       TempDir ws("pid1-handover");
-      const std::string lock = ws / "lock", go = ws / "go";
-      write_file(lock, "");
+      // More lock files than PID 1 takes in one message.
+      const std::string go = ws / "go";
+      std::vector<std::string> locks;
+      for (int i = 0; i < 40; ++i) {
+        locks.push_back(ws / fmt::format("lock{}", i));
+        write_file(locks.back(), "");
+      }
       REQUIRE(::mkfifo(go.c_str(), 0600) == 0);
       // A root with nothing of the host's but /usr, the workspace and one
       // directory of its own, and the command's directory "/". Without
@@ -106,8 +112,9 @@ TEST_CASE("the re-exec'd PID 1 has the sandbox's root and working directory, no 
         if (S_ISLNK(st.st_mode)) argv.insert(argv.end(), {"--symlink", read_link(host), host});
         else argv.insert(argv.end(), {"--ro-bind", host, host});
       }
-      argv.insert(argv.end(), {"--dir", "/only-in-the-sandbox", "--bind", ws.path(), ws.path(), "--lock-file", lock,
-                               "--chdir", "/", "--info-fd", "3", "--", "sh", "-c", "echo ready; read x < " + go});
+      argv.insert(argv.end(), {"--dir", "/only-in-the-sandbox", "--bind", ws.path(), ws.path()});
+      for (const auto& lock : locks) argv.insert(argv.end(), {"--lock-file", lock});
+      argv.insert(argv.end(), {"--chdir", "/", "--info-fd", "3", "--", "sh", "-c", "echo ready; read x < " + go});
       Process sandbox(argv, at(ws));
       sandbox.wait_for_line("ready");
       const std::string pid = child_pid(ws / "info.json");
@@ -123,9 +130,15 @@ TEST_CASE("the re-exec'd PID 1 has the sandbox's root and working directory, no 
       CHECK(cwd.st_dev == root.st_dev);
       CHECK(cwd.st_ino == root.st_ino);
 
-      struct stat lock_st{};
-      REQUIRE(::stat(lock.c_str(), &lock_st) == 0);
-      int lock_fds = 0;
+      std::vector<ino_t> lock_inodes;
+      dev_t lock_dev = 0;
+      for (const auto& lock : locks) {
+        struct stat st{};
+        REQUIRE(::stat(lock.c_str(), &st) == 0);
+        lock_inodes.push_back(st.st_ino);
+        lock_dev = st.st_dev;
+      }
+      std::size_t lock_fds = 0;
       const std::vector<std::string> fds = names_in(proc + "/fd");
       REQUIRE(fds.size() >= 3);
       for (const auto& name : fds) {
@@ -137,24 +150,27 @@ TEST_CASE("the re-exec'd PID 1 has the sandbox's root and working directory, no 
         if (std::stoi(name) <= 2) continue;
         // Above 2: its sockets and pipes, and the lock file.
         if (S_ISREG(st.st_mode)) {
-          CHECK(st.st_dev == lock_st.st_dev);
-          CHECK(st.st_ino == lock_st.st_ino);
+          CHECK(st.st_dev == lock_dev);
+          CHECK(std::ranges::find(lock_inodes, st.st_ino) != lock_inodes.end());
           ++lock_fds;
         } else {
           CHECK((S_ISSOCK(st.st_mode) || S_ISFIFO(st.st_mode)));
         }
       }
-      CHECK(lock_fds == 1);
-      // The lock is PID 1's own (a record lock belongs to a process).
-      const Holder held = lock_holder(lock);
-      CHECK(held.type == F_RDLCK);
-      CHECK(std::to_string(held.pid) == pid);
+      CHECK(lock_fds == locks.size());
+      // Each lock is PID 1's own (a record lock belongs to a process).
+      for (const auto& lock : locks) {
+        const Holder held = lock_holder(lock);
+        INFO(lock);
+        CHECK(held.type == F_RDLCK);
+        CHECK(std::to_string(held.pid) == pid);
+      }
 
       write_file(go, "\n");
       RunResult r = sandbox.wait();
       INFO(r.err);
       CHECK(r.exit_code == 0);
-      CHECK(lock_holder(lock).type == F_UNLCK);
+      for (const auto& lock : locks) CHECK(lock_holder(lock).type == F_UNLCK);
     }
   }
 }
