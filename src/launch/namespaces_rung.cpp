@@ -12,6 +12,7 @@
 #include <linux/close_range.h>
 #include <sched.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -56,6 +57,62 @@ void close_all_but(const std::vector<Fd>& held, std::initializer_list<int> also)
   ::close_range(from, ~0U, 0);
 }
 
+// Whether the command will keep CAP_SYS_PTRACE (asked for and held), known
+// before the bounding set is emptied.
+bool command_may_ptrace(const Attempt& a) {
+  return std::ranges::find(a.keep_caps, CAP_SYS_PTRACE) != a.keep_caps.end() &&
+         !held_capabilities({CAP_SYS_PTRACE}).empty();
+}
+
+// PID 1 of a dynamic nsrun, re-exec'd before the root is built
+// (launch/pid1_exec.hpp): `setup` builds it and becomes the command. PID 1
+// confines itself, keeps no fd but its handover and no working directory
+// but "/" (the pivot moves it into the new root), and execs while the
+// host's root, and its loader there, are still its own.
+[[noreturn]] void reap_setup_process(int channel, const LaunchSpec& p, const Attempt& a, pid_t setup, Fd& self_exe,
+                                     Fd& to_setup) {
+  install_forwarding_handlers();
+  if (auto r = drop_bounding_and_ambient({}); !r) die(channel, r.error());
+  if (auto r = set_capabilities({}); !r) die(channel, r.error());
+  if (auto r = set_no_new_privs(); !r) die(channel, r.error());
+  if (::chdir("/") != 0) die(channel, sys_error(Operation::chdir, "/"));
+  if (auto r = load_filter(p.seccomp); !r) die(channel, r.error());
+  close_all_but({}, {a.words_fd, a.last_pid_fd, self_exe.get(), to_setup.get()});
+  const Pid1Handover handover{setup, a.words_fd, a.last_pid_fd, to_setup.get(), {}, static_cast<int>(p.lock_files.size())};
+  exec_pid1_reaper(self_exe.get(), handover);
+  // The exec failed: PID 1 stays this fork, as confined, and serves the
+  // set-up process itself.
+  self_exe.reset();
+  const char go = 1;
+  if (::write(to_setup.get(), &go, 1) == 1) take_handed_locks(to_setup.get(), handover.locks_to_take);
+  to_setup.reset();
+  int raw = 0;
+  const int code = wait_command(setup, WaitOptions{0, end_pid_namespace}, &raw);
+  const int64_t last = last_pid(a.last_pid_fd);
+  send_final_status(a.words_fd, raw, last > 0 ? last - 1 : -1);
+  ::_exit(code);
+}
+
+// Forks the set-up process; returns in it only, once PID 1 is running and
+// not dumpable, with its end of their socket.
+Fd split_off_setup(int channel, const LaunchSpec& p, const Attempt& a, Fd& self_exe) {
+  int ends[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ends) != 0)
+    die(channel, sys_error(Operation::socketpair, "PID 1"));
+  Fd to_setup(ends[0]), to_pid1(ends[1]);
+  const pid_t setup = ::fork();
+  if (setup < 0) die(channel, sys_error(Operation::fork, "set-up"));
+  if (setup != 0) {
+    to_pid1.reset();
+    reap_setup_process(channel, p, a, setup, self_exe, to_setup);
+  }
+  to_setup.reset();
+  self_exe.reset();
+  // PID 1 gone: the kernel is ending the namespace.
+  if (!wait_for_pid1(to_pid1.get())) ::_exit(125);
+  return to_pid1;
+}
+
 [[noreturn]] void sandbox_child(int channel, const LaunchSpec& p, Attempt& a, const sigset_t& original_mask) {
   a.timeline.mark("clone");
   if (p.die_with_parent) arm_die_with_parent(channel);
@@ -69,8 +126,11 @@ void close_all_but(const std::vector<Fd>& held, std::initializer_list<int> also)
                          false,
                          false};
   Fd self_exe;
-  if (pid1_execs_in_sandbox(pid1_exec) && !(pid1_exec.self_has_interpreter = self_has_interpreter()))
-    self_exe.reset(::open("/proc/self/exe", O_PATH | O_CLOEXEC));
+  if (pid1_exec_moment(pid1_exec) != Pid1Exec::stays) {
+    pid1_exec.self_has_interpreter = self_has_interpreter();
+    pid1_exec.root_by_chroot = pid1_exec.self_has_interpreter && root_enters_by_chroot();
+    if (pid1_exec_moment(pid1_exec) != Pid1Exec::stays) self_exe.reset(::open("/proc/self/exe", O_PATH | O_CLOEXEC));
+  }
   // Written by the child, first thing: only it may read its own namespace
   // links once it is not dumpable, and the host's procfs (still mounted
   // here) names it by its pid in the caller's PID namespace. A caller may
@@ -108,6 +168,15 @@ void close_all_but(const std::vector<Fd>& held, std::initializer_list<int> also)
   // whichever procfs the file was opened on (the host's, still mounted).
   if (p.observe && p.plan.reaper && (p.plan.clone_flags & CLONE_NEWPID) != 0)
     a.last_pid_fd = ::open("/proc/sys/kernel/ns_last_pid", O_RDONLY | O_CLOEXEC);
+  // A dynamic nsrun's PID 1 execs here, before the root (launch/pid1_exec.hpp);
+  // this process goes on as the set-up process.
+  Fd to_pid1;
+  if (self_exe.valid() && pid1_exec.self_has_interpreter) {
+    pid1_exec.command_may_ptrace = command_may_ptrace(a);
+    if (pid1_exec_moment(pid1_exec) == Pid1Exec::before_root) to_pid1 = split_off_setup(channel, p, a, self_exe);
+    self_exe.reset();
+  }
+  const bool setup_process = to_pid1.valid();
   if (a.egress_fd >= 0) {
     if (auto r = egress::send_listeners(a.egress_fd); !r) die(channel, r.error());
     ::close(a.egress_fd);
@@ -119,9 +188,14 @@ void close_all_but(const std::vector<Fd>& held, std::initializer_list<int> also)
   // drop below, which then applies to the sets this namespace gave us.
   if (p.userns2_fd >= 0 && ::setns(p.userns2_fd, CLONE_NEWUSER) != 0)
     die(channel, sys_error(Operation::setns_userns2, std::to_string(p.userns2_fd)));
-  // Held by this process (PID 1 when there is a reaper) for the sandbox's life.
+  // Held by this process (PID 1 when there is a reaper; the set-up process
+  // hands them to it) for the sandbox's life.
   auto locks = take_locks(p.lock_files);
   if (!locks) die(channel, locks.error());
+  if (setup_process) {
+    if (auto r = hand_locks_to_pid1(to_pid1.get(), *locks, p.lock_files); !r) die(channel, r.error());
+    to_pid1.reset();
+  }
   if (p.block_fd >= 0)
     if (auto r = wait_on_fd(p.block_fd, Operation::block_fd); !r) die(channel, r.error());
   if (a.words_parent_fd >= 0) ::close(a.words_parent_fd);
@@ -132,7 +206,7 @@ void close_all_but(const std::vector<Fd>& held, std::initializer_list<int> also)
   if (auto r = drop_bounding_and_ambient(a.keep_caps); !r) die(channel, r.error());
   a.timeline.mark("bounding");
 
-  if (!p.plan.reaper) start_command(channel, p, a, original_mask, {});
+  if (!p.plan.reaper || setup_process) start_command(channel, p, a, original_mask, {});
 
   install_forwarding_handlers();
   // PID 1 confines itself first and the command inherits it: one filter
@@ -148,7 +222,7 @@ void close_all_but(const std::vector<Fd>& held, std::initializer_list<int> also)
     if (auto r = load_command_filter(p, a, p.seccomp, false); !r) die(channel, r.error());
   }
   pid1_exec.command_may_ptrace = std::ranges::find(a.keep_caps, CAP_SYS_PTRACE) != a.keep_caps.end();
-  const bool reexec = self_exe.valid() && pid1_execs_in_sandbox(pid1_exec);
+  const bool reexec = self_exe.valid() && pid1_exec_moment(pid1_exec) == Pid1Exec::after_root;
   Fd release;
   const pid_t command = reexec ? spawn_held_command(channel, p, a, original_mask, setup, release)
                                : spawn_command(channel, p, a, original_mask, setup);

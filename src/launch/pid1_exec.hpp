@@ -15,12 +15,30 @@
 // held before its own exec until that image is not dumpable: a freshly
 // exec'd process is dumpable, and a command that attached in that moment
 // would stay attached.
+//
+// When. A static nsrun execs once the root is built (from an fd on its
+// executable: it needs nothing else). A dynamic one needs its program
+// loader and libraries, which would be looked up in the root of the moment:
+// it execs before the root is built, while the host's root is still its
+// own. PID 1 then forks the process that builds the root and becomes the
+// command (the set-up process), chdirs to "/" and execs; the set-up process
+// waits until the new image is running and not dumpable, and only then
+// pivots, which moves PID 1's root and working directory (both the old
+// root) into the new root with its own. Lock fds, which exist only once the
+// root is built, go to PID 1 over their socket, and PID 1 takes the locks
+// itself (a record lock belongs to a process). Where the root is entered by
+// chroot instead (an initramfs "/"), no pivot would move PID 1: it stays a
+// fork.
 #pragma once
 
 #include <sys/types.h>
 
+#include <string>
 #include <string_view>
 #include <vector>
+
+#include "sys/error.hpp"
+#include "sys/fd.hpp"
 
 namespace nsrun {
 
@@ -35,10 +53,17 @@ struct Pid1ExecCase {
   bool pid_published = false;     // --info-fd or --json-status-fd names PID 1
   bool command_may_ptrace = false;  // CAP_SYS_PTRACE in the bounding set kept
   bool self_has_interpreter = false;  // a dynamic nsrun: no loader inside the root
+  bool root_by_chroot = false;    // the root is entered by chroot (root_enters_by_chroot())
 };
 
-// Whether PID 1 re-execs itself; pure.
-bool pid1_execs_in_sandbox(const Pid1ExecCase& c);
+enum class Pid1Exec {
+  stays,        // PID 1 stays the fork of nsrun
+  after_root,   // it execs once the root is built (a static nsrun)
+  before_root,  // it execs first, and a child of it builds the root (a dynamic one)
+};
+
+// Whether and when PID 1 re-execs itself; pure.
+Pid1Exec pid1_exec_moment(const Pid1ExecCase& c);
 
 // Whether this executable names a program interpreter (PT_INTERP): one
 // that would be looked up in the sandbox's root, not the host's.
@@ -49,8 +74,10 @@ struct Pid1Handover {
   pid_t command = -1;
   int words_fd = -1;      // -1: none
   int last_pid_fd = -1;   // -1: none
-  int release_fd = -1;    // the write end the held command waits on
+  int release_fd = -1;    // the write end the held command waits on; before
+                          // the root: the socket to the set-up process
   std::vector<int> held;  // lock fds, kept open for the sandbox's life
+  int locks_to_take = 0;  // before the root: lock fds still to come on release_fd
 };
 
 // Execs `self` (an O_PATH fd on nsrun's executable) as the sandbox's
@@ -60,6 +87,18 @@ void exec_pid1_reaper(int self, const Pid1Handover& h);
 
 // main() of the re-exec'd PID 1.
 int pid1_reaper_main(int argc, char** argv);
+
+// PID 1 before the root, after writing its byte on `sock`: receives
+// `count` lock fds (fewer if the set-up process ends first) and takes a
+// read lock on each, answering each message with its outcome. The fds stay
+// open for the sandbox's life.
+void take_handed_locks(int sock, int count);
+
+// The set-up process: waits for PID 1's byte on `sock` (false: PID 1 is
+// gone), and later hands it the lock fds; an error names the path whose
+// lock PID 1 could not take.
+bool wait_for_pid1(int sock);
+Result<void> hand_locks_to_pid1(int sock, const std::vector<Fd>& locks, const std::vector<std::string>& paths);
 
 // PID 1's answer to nsrun's timer: SIGTERM to every process of its PID
 // namespace (kill(-1) spares the caller). Raw system calls only.

@@ -897,10 +897,12 @@ Result<Fd> enter_staging() {
 // cannot be detached, so the old root is and the process chroots into the
 // new root. Returns whether this was done; a tmpfs root that is a real
 // mount gets the same treatment, harmlessly.
+bool in_memory(const struct statfs& fs) { return fs.f_type == RAMFS_MAGIC || fs.f_type == TMPFS_MAGIC; }
+
 Result<bool> make_root_pivotable() {
   struct statfs fs{};
   if (::statfs("/", &fs) != 0) return fail(sys_error(Operation::statfs, "/"));
-  if (fs.f_type != RAMFS_MAGIC && fs.f_type != TMPFS_MAGIC) return false;
+  if (!in_memory(fs)) return false;
   Fd tree(::open_tree(AT_FDCWD, "/", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE));
   if (!tree) return fail(sys_error(Operation::bind, "/ (initramfs root)"));
   if (::move_mount(tree.get(), "", AT_FDCWD, "/", MOVE_MOUNT_F_EMPTY_PATH) != 0)
@@ -911,6 +913,11 @@ Result<bool> make_root_pivotable() {
 }
 
 }  // namespace
+
+bool root_enters_by_chroot() {
+  struct statfs fs{};
+  return ::statfs("/", &fs) == 0 && in_memory(fs);
+}
 
 Result<void> build_root(const std::vector<MountStep>& steps, Timeline& timeline) {
   const ExactModes exact_modes;

@@ -15,4 +15,10 @@ namespace nsrun {
 // Marks "mounts" and "pivot" on `timeline`.
 Result<void> build_root(const std::vector<MountStep>& steps, Timeline& timeline);
 
+// Whether build_root() will enter the new root by chroot rather than by
+// pivot_root: "/" is an initramfs (or another tmpfs). A pivot moves every
+// process whose root or working directory is the old root; a chroot moves
+// only the caller. False when "/" cannot be examined (build_root then fails).
+bool root_enters_by_chroot();
+
 }  // namespace nsrun
