@@ -16,6 +16,7 @@
 #include "cli/explain.hpp"
 #include "cli/layers_cmd.hpp"
 #include "cli/native.hpp"
+#include "cli/settings.hpp"
 #include "launch/ladder.hpp"
 #include "launch/launch.hpp"
 #include "launch/pid1_exec.hpp"
@@ -101,6 +102,10 @@ int main(int argc, char** argv) {
       return 0;
     case Invocation::Action::policy:
       if (auto r = nsrun::validate(inv->policy, false, inv->mount_options); !r) return report(r.error());
+      if (inv->explain_source) {
+        fmt::print("{}", nsrun::explain_sources(inv->sources));
+        return 0;
+      }
       fmt::print("{}\n", nsrun::json::dump(nsrun::to_json(inv->policy)));
       return 0;
     case Invocation::Action::explain: {

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "cli/options.hpp"
+#include "cli/settings.hpp"
 #include "policy/cow.hpp"
 #include "policy/protect.hpp"
 #include "policy/settings_copy.hpp"
@@ -107,8 +108,75 @@ CallerContext read_caller_context() {
   ctx.account_home = read_account_home();
   ctx.lookup = lookup_host_path;
   ctx.read_settings = read_settings_file;
+  ctx.xdg_config_home = var("XDG_CONFIG_HOME");
+  ctx.read_settings_file = read_settings_text;
   return ctx;
 }
+
+namespace {
+
+// What the settings files depend on, read from the command line before
+// they are applied (the command line is applied after them, and wins).
+struct SettingsArgs {
+  std::optional<std::string> workspace, file;
+  bool none = false, help = false;
+};
+
+SettingsArgs settings_args(std::span<const std::string> args, std::size_t i) {
+  SettingsArgs out;
+  for (; i < args.size(); ++i) {
+    std::string arg = args[i];
+    if (arg == "--" || !arg.starts_with("-")) break;
+    std::optional<std::string> inline_value;
+    if (auto eq = arg.find('='); eq != std::string::npos && arg.starts_with("--")) {
+      inline_value = arg.substr(eq + 1);
+      arg.resize(eq);
+    }
+    const OptionSpec* opt = find_option(Dialect::native, arg);
+    if (opt == nullptr) break;  // the loop says what is wrong with it
+    std::optional<std::string> value = inline_value;
+    if (!value && opt->arity >= 1 && i + 1 < args.size()) value = args[i + 1];
+    if (!inline_value) i += static_cast<std::size_t>(opt->arity);
+    if (arg == "--workspace") out.workspace = value;
+    else if (arg == "--settings") out.file = value;
+    else if (arg == "--no-settings") out.none = true;
+    else if (opt->native.name == "--help" || arg == "--version") out.help = true;
+  }
+  return out;
+}
+
+// The user's settings file, then the workspace's, onto `p`.
+Result<void> apply_settings_files(const SettingsArgs& a, const CallerContext& ctx, NativeParse& state, Policy& p) {
+  if (a.none || a.help || !ctx.read_settings_file) return {};
+  SettingsVars vars;
+  if (ctx.socket_env.home.starts_with('/')) vars.home = ctx.socket_env.home;
+  else if (ctx.account_home) vars.home = *ctx.account_home;
+  vars.workspace = a.workspace ? *a.workspace : ctx.cwd;
+  if (!vars.workspace.starts_with('/')) vars.workspace.clear();
+
+  std::string user;
+  if (a.file) user = *a.file;
+  else if (ctx.xdg_config_home.starts_with('/')) user = ctx.xdg_config_home + "/nsrun/settings.json";
+  else if (!vars.home.empty()) user = vars.home + "/.config/nsrun/settings.json";
+  if (!user.empty()) {
+    auto text = ctx.read_settings_file(user, false);
+    if (!text) return fail(text.error());
+    if (!*text && a.file) return fail(usage_error(fmt::format("--settings {}", user), "no such file"));
+    if (*text)
+      if (auto r = apply_settings({user, std::move(**text), false}, vars, state, p, state.inv.sources); !r) return r;
+  }
+  if (!vars.workspace.empty()) {
+    const std::string path =
+        fmt::format("{}{}{}", vars.workspace, vars.workspace.ends_with('/') ? "" : "/", workspace_settings_name);
+    auto text = ctx.read_settings_file(path, true);
+    if (!text) return fail(text.error());
+    if (*text)
+      if (auto r = apply_settings({path, std::move(**text), true}, vars, state, p, state.inv.sources); !r) return r;
+  }
+  return {};
+}
+
+}  // namespace
 
 Result<Invocation> parse_native(std::span<const std::string> args, const CallerContext& ctx) {
   Invocation inv;
@@ -124,6 +192,7 @@ Result<Invocation> parse_native(std::span<const std::string> args, const CallerC
   // so a long list is not copied while it grows.
   p.mounts.reserve(args.size() / 2);
   NativeParse state{inv, {}};
+  if (auto r = apply_settings_files(settings_args(args, i), ctx, state, p); !r) return fail(r.error());
   // What each option does is its entry in the option table
   // (src/cli/options.cpp); this loop is nsrun's argument syntax.
   std::vector<std::string> values;
@@ -154,6 +223,7 @@ Result<Invocation> parse_native(std::span<const std::string> args, const CallerC
     }
     OptionCall call{p, values, arg, &state, nullptr};
     if (auto r = opt->set(call); !r) return fail(r.error());
+    inv.sources.push_back({"command line", "", arg, values});
     if (inv.action == Invocation::Action::help || inv.action == Invocation::Action::version) return inv;
     // The mounts this option added are named as typed in later errors
     // (validate: `--ro /x`, not the `--ro-bind` it becomes).
