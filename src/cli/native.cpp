@@ -145,6 +145,40 @@ SettingsArgs settings_args(std::span<const std::string> args, std::size_t i) {
   return out;
 }
 
+// --allow-read of a single file inside a hidden directory (~/.ssh/known_hosts
+// in the hidden ~/.ssh): the directory stays hidden and the file is shown
+// on its own (Policy::shown_in_hidden), read-only. Only as itself: not a
+// symlink (its target could be a hidden key), not a file with another name
+// (a hard link made where the keys are), nothing but a regular file. Each
+// rung checks the file again where it opens it.
+Result<void> show_in_hidden(Policy& p, const PathLookup& lookup) {
+  for (const auto& a : p.allow_read) {
+    const auto found = lookup(a);
+    auto hidden_dir = std::find_if(p.hidden_paths.begin(), p.hidden_paths.end(), [&](const std::string& h) {
+      return h.ends_with('/') && ((a.starts_with(h) && a.size() > h.size()) || (found && found->real.starts_with(h)));
+    });
+    if (hidden_dir == p.hidden_paths.end()) continue;
+    const std::string dir = hidden_dir->substr(0, hidden_dir->size() - 1);
+    auto refuse = [&](std::string_view why) {
+      return fail(usage_error(fmt::format("--allow-read {}", a),
+                              fmt::format("{} (inside the hidden {}, nsrun shows a single file only as itself)", why,
+                                          dir)));
+    };
+    struct stat st{};
+    if (::lstat(a.c_str(), &st) != 0) return refuse(std::strerror(errno));
+    if (S_ISLNK(st.st_mode)) return refuse("is a symlink; give the file it names, if that is what you mean");
+    if (!S_ISREG(st.st_mode)) return refuse("is not a regular file");
+    if (st.st_nlink != 1)
+      return refuse(fmt::format("has {} hard links (another name of it could be a hidden file)", st.st_nlink));
+    if (!found || !found->real.starts_with(*hidden_dir) || found->real.size() <= hidden_dir->size() ||
+        (a.starts_with(*hidden_dir) && found->real != a))
+      return refuse("has a symlink on its way");
+    if (std::find(p.shown_in_hidden.begin(), p.shown_in_hidden.end(), found->real) == p.shown_in_hidden.end())
+      p.shown_in_hidden.push_back(found->real);
+  }
+  return {};
+}
+
 // The user's settings file, then the workspace's, onto `p`.
 Result<void> apply_settings_files(const SettingsArgs& a, const CallerContext& ctx, NativeParse& state, Policy& p) {
   if (a.none || a.help || !ctx.read_settings_file) return {};
@@ -274,6 +308,10 @@ Result<Invocation> parse_native(std::span<const std::string> args, const CallerC
                               fmt::format("no home directory to hide them in ($HOME is {} and the password database "
                                           "has no home for this user): set HOME, or give --hide-defaults none",
                                           ctx.socket_env.home.empty() ? "unset" : "not absolute")));
+    // A '..' could name a hidden file by way of another (~/.ssh/x/../id_rsa).
+    for (const auto& a : p.allow_read)
+      if (a == ".." || a.starts_with("../") || a.ends_with("/..") || a.find("/../") != std::string::npos)
+        return fail(usage_error(fmt::format("--allow-read {}", a), "a '..' component (name the path plainly)"));
     auto hidden = credentials_to_hide(homes, p.hide_defaults, p.allow_read, ctx.lookup);
     if (!hidden) return fail(hidden.error());
     // A policy file's own list loses what --allow-read names too.
@@ -287,6 +325,7 @@ Result<Invocation> parse_native(std::span<const std::string> args, const CallerC
     for (auto& h : *hidden)
       if (std::find(p.hidden_paths.begin(), p.hidden_paths.end(), h) == p.hidden_paths.end())
         p.hidden_paths.push_back(std::move(h));
+    if (auto r = show_in_hidden(p, ctx.lookup); !r) return fail(r.error());
     // The settings files among them get their copy now, read once: what
     // the command sees is what was filtered, whatever changes after.
     if (p.settings_copy && ctx.read_settings)
