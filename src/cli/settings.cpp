@@ -354,9 +354,17 @@ Result<std::optional<std::string>> read_settings_text(const std::string& path, b
   if (!fd) {
     const int err = errno;
     if (err == ENOENT || err == ENOTDIR) return std::optional<std::string>();
-    if (workspace_file && err == ELOOP)
+    if (workspace_file && err == ELOOP) {
+      // The workspace itself named through a symlink: --workspace's own
+      // check refuses that, naming the path to give; there is no file of
+      // the workspace's to read until then.
+      const std::string dir = path.substr(0, path.find_last_of('/'));
+      Fd d(sys::openat2(AT_FDCWD, dir.empty() ? "/" : dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC, 0,
+                        RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS));
+      if (!d && errno == ELOOP) return std::optional<std::string>();
       return why("a symlink is on its way, and nsrun reads a workspace's settings through none (the command may "
                  "have put it there)");
+    }
     return why(std::strerror(err));
   }
   struct stat st{};
