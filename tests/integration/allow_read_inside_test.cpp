@@ -150,7 +150,10 @@ TEST_CASE("allow-read: the name swapped for a hard link or a symlink of the key 
           CHECK(racer.swaps() > 0);
         }
         INFO("shown " << shown << ", refused " << refused);
-        CHECK(shown + refused > 0);
+        // Both happen (about 10 and 25 of 40 each here): the race is run,
+        // and the file is still shown when the name holds it.
+        CHECK(shown > 0);
+        CHECK(refused > 0);
       }
     }
   }
