@@ -93,6 +93,12 @@ _nsrun() {
             fi
             ;;
         policy | probe) i=2 ;;
+        help)
+            # nsrun help TOPIC|SUBCOMMAND (src/cli/help.cpp).
+            ((cword == 2)) && COMPREPLY=($(compgen -W 'modes layers egress limits rungs report settings exit
+                policy explain probe changes commit discard runs home connect bench bwrap' -- "$cur"))
+            return
+            ;;
         bench | changes | commit | discard | home)
             # Options of their own (nsrun bench --help, nsrun commit --help).
             ((cword > 1)) && { _filedir; return; }
