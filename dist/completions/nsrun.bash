@@ -8,7 +8,8 @@
 _nsrun_native_options='
     --help=0 -h=0 --version=0 --mode=1 --workspace=1 --writable=1 --ro=1
     --hide=1 --tmpfs=1 --tmp=1 --chdir=1 --setenv=2 --unsetenv=1 --clearenv=0
-    --proc=1 --backend=1 --host-backend=1 --as-pid-1=0 --policy=1 --report=1
+    --proc=1 --backend=1 --host-backend=1 --as-pid-1=0 --policy=1 --settings=1
+    --no-settings=0 --explain-source=0 --report=1
     --report-fd=1 --json=0 --network=1 --no-offline-env=0 --allow-host=1
     --deny-host=1 --resolve-host=1 --network-log=1 --seccomp=1
     --seccomp-log=0 --unix-sockets=1 --allow-socket=1 --protect=1
@@ -92,6 +93,12 @@ _nsrun() {
             fi
             ;;
         policy | probe) i=2 ;;
+        help)
+            # nsrun help TOPIC|SUBCOMMAND (src/cli/help.cpp).
+            ((cword == 2)) && COMPREPLY=($(compgen -W 'modes layers egress limits rungs report settings exit
+                policy explain probe changes commit discard runs home connect bench bwrap' -- "$cur"))
+            return
+            ;;
         bench | changes | commit | discard | home)
             # Options of their own (nsrun bench --help, nsrun commit --help).
             ((cword > 1)) && { _filedir; return; }

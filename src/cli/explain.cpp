@@ -119,6 +119,11 @@ std::string protection_lines(const Policy& policy) {
                          copied ? " (namespace rung: a read-only copy without its credential lines; "
                                   "Landlock rung: hidden whole; --no-settings-copy hides it whole)"
                                 : "");
+      for (const auto& f : policy.shown_in_hidden)
+        if (h.ends_with('/') && f.starts_with(h))
+          out += fmt::format("    but {} is shown, read-only (--allow-read; itself only: a regular file with one "
+                             "link, through no symlink)\n",
+                             printable(f));
     }
     out += "  (the default set, with reasons:";
     for (const auto& d : default_credentials()) out += fmt::format(" ~/{}: {};", d.path, d.why);

@@ -2,6 +2,7 @@
 #include <sys/auxv.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <span>
@@ -14,8 +15,10 @@
 #include "cli/bench.hpp"
 #include "cli/bwrap.hpp"
 #include "cli/explain.hpp"
+#include "cli/help.hpp"
 #include "cli/layers_cmd.hpp"
 #include "cli/native.hpp"
+#include "cli/settings.hpp"
 #include "launch/ladder.hpp"
 #include "launch/launch.hpp"
 #include "launch/pid1_exec.hpp"
@@ -75,6 +78,14 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "{}", nsrun::native_usage());
     return 125;
   }
+  // `nsrun help SUBCOMMAND` is that subcommand's --help; a topic's text otherwise.
+  if (args[0] == "help") {
+    const auto subs = nsrun::subcommands();
+    if (args.size() == 2 && args[1] != "help" && std::find(subs.begin(), subs.end(), args[1]) != subs.end())
+      args = {args[1], "--help"};
+    else
+      return nsrun::help_main(std::span<const std::string>(args).subspan(1));
+  }
   if (!args.empty() && args[0] == "bwrap")
     return nsrun::bwrap_main("nsrun bwrap", std::span<const std::string>(args).subspan(1));
   if (args.size() >= 2 && args[0] == "explain" && args[1] == "--bwrap")
@@ -94,13 +105,18 @@ int main(int argc, char** argv) {
 
   switch (inv->action) {
     case Invocation::Action::help:
-      fmt::print("{}", nsrun::native_usage());
+      if (auto text = nsrun::subcommand_help(args[0])) fmt::print("{}", *text);
+      else fmt::print("{}", nsrun::native_usage());
       return 0;
     case Invocation::Action::version:
       fmt::print("nsrun {}\n", NSRUN_VERSION);
       return 0;
     case Invocation::Action::policy:
       if (auto r = nsrun::validate(inv->policy, false, inv->mount_options); !r) return report(r.error());
+      if (inv->explain_source) {
+        fmt::print("{}", nsrun::explain_sources(inv->sources));
+        return 0;
+      }
       fmt::print("{}\n", nsrun::json::dump(nsrun::to_json(inv->policy)));
       return 0;
     case Invocation::Action::explain: {

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "cli/options.hpp"
+#include "cli/settings.hpp"
 #include "policy/cow.hpp"
 #include "policy/protect.hpp"
 #include "policy/settings_copy.hpp"
@@ -107,8 +108,109 @@ CallerContext read_caller_context() {
   ctx.account_home = read_account_home();
   ctx.lookup = lookup_host_path;
   ctx.read_settings = read_settings_file;
+  ctx.xdg_config_home = var("XDG_CONFIG_HOME");
+  ctx.read_settings_file = read_settings_text;
   return ctx;
 }
+
+namespace {
+
+// What the settings files depend on, read from the command line before
+// they are applied (the command line is applied after them, and wins).
+struct SettingsArgs {
+  std::optional<std::string> workspace, file;
+  bool none = false, help = false;
+};
+
+SettingsArgs settings_args(std::span<const std::string> args, std::size_t i) {
+  SettingsArgs out;
+  for (; i < args.size(); ++i) {
+    std::string arg = args[i];
+    if (arg == "--" || !arg.starts_with("-")) break;
+    std::optional<std::string> inline_value;
+    if (auto eq = arg.find('='); eq != std::string::npos && arg.starts_with("--")) {
+      inline_value = arg.substr(eq + 1);
+      arg.resize(eq);
+    }
+    const OptionSpec* opt = find_option(Dialect::native, arg);
+    if (opt == nullptr) break;  // the loop says what is wrong with it
+    std::optional<std::string> value = inline_value;
+    if (!value && opt->arity >= 1 && i + 1 < args.size()) value = args[i + 1];
+    if (!inline_value) i += static_cast<std::size_t>(opt->arity);
+    if (arg == "--workspace") out.workspace = value;
+    else if (arg == "--settings") out.file = value;
+    else if (arg == "--no-settings") out.none = true;
+    else if (opt->native.name == "--help" || arg == "--version") out.help = true;
+  }
+  return out;
+}
+
+// --allow-read of a single file inside a hidden directory (~/.ssh/known_hosts
+// in the hidden ~/.ssh): the directory stays hidden and the file is shown
+// on its own (Policy::shown_in_hidden), read-only. Only as itself: not a
+// symlink (its target could be a hidden key), not a file with another name
+// (a hard link made where the keys are), nothing but a regular file. Each
+// rung checks the file again where it opens it.
+Result<void> show_in_hidden(Policy& p, const PathLookup& lookup) {
+  for (const auto& a : p.allow_read) {
+    const auto found = lookup(a);
+    auto hidden_dir = std::find_if(p.hidden_paths.begin(), p.hidden_paths.end(), [&](const std::string& h) {
+      return h.ends_with('/') && ((a.starts_with(h) && a.size() > h.size()) || (found && found->real.starts_with(h)));
+    });
+    if (hidden_dir == p.hidden_paths.end()) continue;
+    const std::string dir = hidden_dir->substr(0, hidden_dir->size() - 1);
+    auto refuse = [&](std::string_view why) {
+      return fail(usage_error(fmt::format("--allow-read {}", a),
+                              fmt::format("{} (inside the hidden {}, nsrun shows a single file only as itself)", why,
+                                          dir)));
+    };
+    struct stat st{};
+    if (::lstat(a.c_str(), &st) != 0) return refuse(std::strerror(errno));
+    if (S_ISLNK(st.st_mode)) return refuse("is a symlink; give the file it names, if that is what you mean");
+    if (!S_ISREG(st.st_mode)) return refuse("is not a regular file");
+    if (st.st_nlink != 1)
+      return refuse(fmt::format("has {} hard links (another name of it could be a hidden file)", st.st_nlink));
+    if (!found || !found->real.starts_with(*hidden_dir) || found->real.size() <= hidden_dir->size() ||
+        (a.starts_with(*hidden_dir) && found->real != a))
+      return refuse("has a symlink on its way");
+    if (std::find(p.shown_in_hidden.begin(), p.shown_in_hidden.end(), found->real) == p.shown_in_hidden.end())
+      p.shown_in_hidden.push_back(found->real);
+  }
+  return {};
+}
+
+// The user's settings file, then the workspace's, onto `p`.
+Result<void> apply_settings_files(const SettingsArgs& a, const CallerContext& ctx, NativeParse& state, Policy& p) {
+  if (a.none || a.help || !ctx.read_settings_file) return {};
+  SettingsVars vars;
+  if (ctx.socket_env.home.starts_with('/')) vars.home = ctx.socket_env.home;
+  else if (ctx.account_home) vars.home = *ctx.account_home;
+  vars.workspace = a.workspace ? *a.workspace : ctx.cwd;
+  if (!vars.workspace.starts_with('/')) vars.workspace.clear();
+
+  std::string user;
+  if (a.file) user = *a.file;
+  else if (ctx.xdg_config_home.starts_with('/')) user = ctx.xdg_config_home + "/nsrun/settings.json";
+  else if (!vars.home.empty()) user = vars.home + "/.config/nsrun/settings.json";
+  if (!user.empty()) {
+    auto text = ctx.read_settings_file(user, false);
+    if (!text) return fail(text.error());
+    if (!*text && a.file) return fail(usage_error(fmt::format("--settings {}", user), "no such file"));
+    if (*text)
+      if (auto r = apply_settings({user, std::move(**text), false}, vars, state, p, state.inv.sources); !r) return r;
+  }
+  if (!vars.workspace.empty()) {
+    const std::string path =
+        fmt::format("{}{}{}", vars.workspace, vars.workspace.ends_with('/') ? "" : "/", workspace_settings_name);
+    auto text = ctx.read_settings_file(path, true);
+    if (!text) return fail(text.error());
+    if (*text)
+      if (auto r = apply_settings({path, std::move(**text), true}, vars, state, p, state.inv.sources); !r) return r;
+  }
+  return {};
+}
+
+}  // namespace
 
 Result<Invocation> parse_native(std::span<const std::string> args, const CallerContext& ctx) {
   Invocation inv;
@@ -124,6 +226,7 @@ Result<Invocation> parse_native(std::span<const std::string> args, const CallerC
   // so a long list is not copied while it grows.
   p.mounts.reserve(args.size() / 2);
   NativeParse state{inv, {}};
+  if (auto r = apply_settings_files(settings_args(args, i), ctx, state, p); !r) return fail(r.error());
   // What each option does is its entry in the option table
   // (src/cli/options.cpp); this loop is nsrun's argument syntax.
   std::vector<std::string> values;
@@ -154,6 +257,7 @@ Result<Invocation> parse_native(std::span<const std::string> args, const CallerC
     }
     OptionCall call{p, values, arg, &state, nullptr};
     if (auto r = opt->set(call); !r) return fail(r.error());
+    inv.sources.push_back({"command line", "", arg, values});
     if (inv.action == Invocation::Action::help || inv.action == Invocation::Action::version) return inv;
     // The mounts this option added are named as typed in later errors
     // (validate: `--ro /x`, not the `--ro-bind` it becomes).
@@ -204,6 +308,10 @@ Result<Invocation> parse_native(std::span<const std::string> args, const CallerC
                               fmt::format("no home directory to hide them in ($HOME is {} and the password database "
                                           "has no home for this user): set HOME, or give --hide-defaults none",
                                           ctx.socket_env.home.empty() ? "unset" : "not absolute")));
+    // A '..' could name a hidden file by way of another (~/.ssh/x/../id_rsa).
+    for (const auto& a : p.allow_read)
+      if (a == ".." || a.starts_with("../") || a.ends_with("/..") || a.find("/../") != std::string::npos)
+        return fail(usage_error(fmt::format("--allow-read {}", a), "a '..' component (name the path plainly)"));
     auto hidden = credentials_to_hide(homes, p.hide_defaults, p.allow_read, ctx.lookup);
     if (!hidden) return fail(hidden.error());
     // A policy file's own list loses what --allow-read names too.
@@ -217,6 +325,7 @@ Result<Invocation> parse_native(std::span<const std::string> args, const CallerC
     for (auto& h : *hidden)
       if (std::find(p.hidden_paths.begin(), p.hidden_paths.end(), h) == p.hidden_paths.end())
         p.hidden_paths.push_back(std::move(h));
+    if (auto r = show_in_hidden(p, ctx.lookup); !r) return fail(r.error());
     // The settings files among them get their copy now, read once: what
     // the command sees is what was filtered, whatever changes after.
     if (p.settings_copy && ctx.read_settings)
@@ -286,7 +395,7 @@ std::string native_usage() {
   std::string out =
       "usage: nsrun [OPTIONS] [--] COMMAND [ARG]...\n"
       "       nsrun explain [OPTIONS] [-- COMMAND]   print the plan; run nothing\n"
-      "       nsrun policy|probe|bench|bwrap|connect ...\n"
+      "       nsrun policy|probe|bench|bwrap|connect ..., nsrun help [TOPIC]\n"
       "       nsrun changes|commit|discard RUN, runs, home   review copy-on-write runs\n"
       "\n"
       "Runs COMMAND in a sandbox: it may read the host's files and write only its\n"

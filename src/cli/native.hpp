@@ -12,7 +12,18 @@
 #include "policy/sockets.hpp"
 #include "sys/error.hpp"
 
+
 namespace nsrun {
+
+// Where one value of the Policy came from, for `nsrun policy
+// --explain-source`: a settings file's key (cli/settings.hpp), or the
+// command line.
+struct SettingSource {
+  std::string origin;  // a file's path, or "command line"
+  std::string key;     // "network.allow[0]"; empty for the command line
+  std::string option;  // the option it was applied as
+  std::vector<std::string> values;
+};
 
 struct Invocation {
   enum class Action { run, policy, explain, probe, help, version };
@@ -23,6 +34,10 @@ struct Invocation {
   // it (`--ro`, which is a ro_bind), so that validate() names that option;
   // empty: from a --policy file, named by its kind.
   std::vector<std::string> mount_options;
+  // Where each value came from, in the order applied: the settings files'
+  // keys, then the command line (nsrun policy --explain-source).
+  std::vector<SettingSource> sources;
+  bool explain_source = false;  // nsrun policy --explain-source
 };
 
 // What the front end reads from the caller's world, passed in so parsing
@@ -45,6 +60,11 @@ struct CallerContext {
   // a regular file of at most settings_copy_max bytes, opened through no
   // symlink; nullopt otherwise (it stays hidden whole). Unset: no copies.
   std::function<std::optional<std::string>(const std::string&)> read_settings;
+  // Settings files for people (cli/settings.hpp): $XDG_CONFIG_HOME, and
+  // how to read a file (nsrun's own: read_settings_text). Unset: no
+  // settings file is read.
+  std::string xdg_config_home;
+  std::function<Result<std::optional<std::string>>(const std::string& path, bool workspace_file)> read_settings_file;
 };
 
 CallerContext read_caller_context();

@@ -317,6 +317,19 @@ std::span<const OptionSpec> option_table() {
        .set = set_value(&Policy::as_pid_1, true)},
       {.native = {"--policy", "FILE", "read a Policy from JSON; later options override it"}, .arity = 1,
        .set = load_policy},
+      // Read before every other option (src/cli/native.cpp), which win over them.
+      {.native = {"--settings", "FILE",
+                  "read this settings file instead of $XDG_CONFIG_HOME/nsrun/settings.json (docs/settings.md)"},
+       .arity = 1, .set = [](OptionCall&) -> Result<void> { return {}; }},
+      {.native = {"--no-settings", "", "read no settings file, neither the user's nor the workspace's .nsrun.json"},
+       .set = [](OptionCall&) -> Result<void> { return {}; }},
+      {.native = {"--explain-source", "", "(nsrun policy) say where each value came from: a settings key or an option"},
+       .set = [](OptionCall& c) -> Result<void> {
+         if (c.native->inv.action != Invocation::Action::policy)
+           return fail(usage_error(c.name, "only with nsrun policy (nsrun policy --explain-source [OPTIONS])"));
+         c.native->inv.explain_source = true;
+         return {};
+       }},
       {.native = {"--report", "PATH", "write a JSON launch report to PATH (opened before the run; no symlinks)"},
        .json = "report_path", .arity = 1, .set = set_string(&Policy::report_path)},
       {.native = {"--report-fd", "FD", "write the JSON launch report to FD"}, .json = "report_fd", .arity = 1,

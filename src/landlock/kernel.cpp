@@ -77,6 +77,13 @@ Result<void> add_path_rule(int ruleset_fd, const PathRule& rule) {
   // or rights that are all file rights already (a device: the mask changes
   // nothing).
   bool directory = rule.directory;
+  if (rule.one_link) {
+    struct stat st{};
+    if (::fstat(path.get(), &st) != 0) return fail(sys_error(Operation::stat, rule.path));
+    if (!S_ISREG(st.st_mode) || st.st_nlink != 1)
+      return fail(sys_error(Operation::landlock_rule, rule.path, S_ISREG(st.st_mode) ? EMLINK : EINVAL,
+                            "a file shown inside a hidden directory must be a regular file with one link"));
+  }
   if (!directory && !rule.file && (rule.access & ~fs::file_rights) != 0) {
     struct stat st{};
     if (::fstat(path.get(), &st) != 0) return fail(sys_error(Operation::stat, rule.path));

@@ -196,6 +196,14 @@ std::expected<Ruleset, CannotExpress> make_ruleset(const Policy& p, int abi, con
       }
     }
   }
+  // A file inside a hidden directory that --allow-read names: readable
+  // itself, and only it (the directory has no rule; a rule on the file is
+  // on its inode, opened through no symlink, with one link).
+  for (const auto& f : p.shown_in_hidden) {
+    PathRule rule{f, fs::read_file, false, "shown inside a hidden directory (--allow-read)", true, false, true};
+    rule.one_link = true;
+    r.rules.push_back(std::move(rule));
+  }
   std::vector<std::string> devices(std::begin(writable_devices), std::end(writable_devices));
   for (const auto& t : in.terminals)
     if (std::find(devices.begin(), devices.end(), t) == devices.end()) devices.push_back(t);

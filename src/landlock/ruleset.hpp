@@ -35,6 +35,10 @@ struct PathRule {
   // `access`. A rule whose rights are all file rights needs no fstat
   // either way (add_path_rule()).
   bool file = false;
+  // Must be a regular file with one link when the rule is added (a file
+  // shown inside a hidden directory: a rule is on the inode, and another
+  // name of it could be a hidden key).
+  bool one_link = false;
 
   bool operator==(const PathRule&) const = default;
 };

@@ -584,6 +584,15 @@ class RootBuilder {
       }
       src = std::move(*opened);
     }
+    // A file shown inside a hidden directory: another name of it (a hard
+    // link made where the hidden one is) would show a hidden file.
+    if (s.one_link) {
+      struct stat st{};
+      if (::fstat(src.get(), &st) != 0) return fail(sys_error(Operation::stat, s.source));
+      if (!S_ISREG(st.st_mode) || st.st_nlink != 1)
+        return fail(sys_error(Operation::bind, s.source, S_ISREG(st.st_mode) ? EMLINK : EINVAL,
+                              "a file shown inside a hidden directory must be a regular file with one link"));
+    }
     // A host path bound onto itself (--ro P, the workspace, bwrap's
     // --ro-bind P P) is looked up twice: on the host, then in the new root,
     // where a writer racing nsrun may have renamed or swapped it in

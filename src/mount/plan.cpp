@@ -393,11 +393,36 @@ void cover_hidden(std::vector<MountStep>& out, const Policy& p, const std::vecto
       out.push_back(std::move(s));
       continue;
     }
-    MountStep s = hidden[i].ends_with('/') ? tmpfs(paths[i], 0755, sealed, 4096)
+    // The files inside a hidden directory that --allow-read names: the
+    // cover is made writable, an empty file made in it for each, the
+    // cover sealed, then each file bound read-only on its empty one (a
+    // seal after the binds would have to cross them, and the kernel
+    // refuses that for a bind of a host file in a user namespace).
+    std::vector<std::string> shown;
+    if (hidden[i].ends_with('/'))
+      for (const auto& f : p.shown_in_hidden)
+        if (f.starts_with(hidden[i]) && f.size() > hidden[i].size()) shown.push_back(f);
+    MountStep s = hidden[i].ends_with('/') ? tmpfs(paths[i], 0755, shown.empty() ? sealed : sealed & ~attr::rdonly, 4096)
                                                       : bind("/dev/null", paths[i], sealed);
     s.dest_is_file = s.op == Op::bind;
     s.cover = true;
     out.push_back(std::move(s));
+    if (shown.empty()) continue;
+    for (const auto& f : shown) {
+      MountStep point = step(Op::write_file, f);
+      point.mode = 0444;
+      out.push_back(std::move(point));
+    }
+    MountStep seal = step(Op::set_attr, paths[i]);
+    seal.attrs = sealed;
+    out.push_back(std::move(seal));
+    for (const auto& f : shown) {
+      MountStep b = bind(f, f, sealed);
+      b.dest_is_file = true;
+      b.no_symlinks = true;
+      b.one_link = true;
+      out.push_back(std::move(b));
+    }
   }
 }
 

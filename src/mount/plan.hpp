@@ -58,6 +58,9 @@ struct MountStep {
   // bind too): what the new root finds at `dest` must be the object cloned
   // from `source`, or a writer renamed or swapped it in between.
   bool host_view = false;
+  // bind: the source must be a regular file with one link (a file shown
+  // inside a hidden directory: another name of it could be a hidden key).
+  bool one_link = false;
 
   bool operator==(const MountStep&) const = default;
 };

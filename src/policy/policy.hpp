@@ -162,6 +162,11 @@ struct Policy {
   // content at a path, hides them whole.
   bool settings_copy = true;                  // --no-settings-copy: hidden whole on both rungs
   std::vector<SettingsCopy> settings_copies;
+  // Single files strictly inside a hidden directory that --allow-read
+  // names (~/.ssh/known_hosts): the directory stays hidden and each is
+  // shown read-only, itself only (canonical, a regular file with one link,
+  // resolved by the front end; checked again where each rung opens it).
+  std::vector<std::string> shown_in_hidden;
   bool allow_nested_userns = false;
   std::vector<int> seccomp_fds;        // extra compiled BPF programs (bwrap --seccomp)
   std::vector<std::string> cap_add;    // capabilities kept inside (bwrap --cap-add)

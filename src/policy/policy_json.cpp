@@ -354,6 +354,7 @@ const Readers<Policy>& policy_readers() {
       {"hide_defaults", bool_into(&Policy::hide_defaults)},
       {"allow_read", strings_into(&Policy::allow_read)},
       {"hidden_paths", strings_into(&Policy::hidden_paths)},
+      {"shown_in_hidden", strings_into(&Policy::shown_in_hidden)},
       {"settings_copy", bool_into(&Policy::settings_copy)},
       {"settings_copies", list_into<SettingsCopy>(&Policy::settings_copies, settings_copy_from_json)},
       {"cap_add", strings_into(&Policy::cap_add)},
@@ -443,6 +444,7 @@ json::Value to_json(const Policy& p) {
   out.set("hide_defaults", p.hide_defaults);
   out.set("allow_read", strings(p.allow_read));
   out.set("hidden_paths", strings(p.hidden_paths));
+  out.set("shown_in_hidden", strings(p.shown_in_hidden));
   out.set("settings_copy", p.settings_copy);
   Value copies = Value::array();
   for (const auto& c : p.settings_copies) copies.push_back(settings_copy_to_json(c));

@@ -372,6 +372,18 @@ Result<void> validate_protection(const Policy& p) {
     if (s.empty() || s.front() != '/') return fail(bad("--allow-read", s, "not an absolute path"));
   for (const auto& s : p.hidden_paths)
     if (s.empty() || s.front() != '/') return fail(bad("hidden_paths", s, "not an absolute path"));
+  for (const auto& s : p.allow_read)
+    if (dot_dot(s)) return fail(bad("--allow-read", s, "a '..' component (name the path plainly)"));
+  // A file shown inside a hidden directory: strictly inside one, named
+  // plainly (the rungs open it through no symlink).
+  for (const auto& s : p.shown_in_hidden) {
+    if (s.empty() || s.front() != '/' || s.ends_with('/') || dot_dot(s))
+      return fail(bad("shown_in_hidden", s, "not an absolute path to a file, named plainly"));
+    if (std::none_of(p.hidden_paths.begin(), p.hidden_paths.end(), [&](const std::string& h) {
+          return h.ends_with('/') && s.starts_with(h) && s.size() > h.size();
+        }))
+      return fail(bad("shown_in_hidden", s, "not inside a hidden directory"));
+  }
   for (const auto& c : p.settings_copies)
     if (std::find(p.hidden_paths.begin(), p.hidden_paths.end(), c.path) == p.hidden_paths.end())
       return fail(bad("settings_copies", c.path, "not one of the hidden paths"));
@@ -411,10 +423,17 @@ Result<std::vector<std::string>> credentials_to_hide(std::span<const std::string
       bool allowed_here = false;
       for (const auto& a : allow) {
         if (a == path || a == real || below(path, a) || below(real, a)) allowed_here = true;
-        // Inside a hidden directory: the cover is the directory, whole.
-        else if (found->dir && (below(a, path) || below(a, real)))
-          return fail(usage_error("--allow-read", fmt::format("{} is inside the hidden {}: allow the directory itself",
-                                                              a, path)));
+        // Inside a hidden directory the cover is the directory: a file
+        // there is shown on its own (Policy::shown_in_hidden, by the front
+        // end); anything else would need the directory allowed.
+        else if (found->dir && (below(a, path) || below(a, real))) {
+          auto inner = lookup(a);
+          if (inner && !inner->dir) continue;
+          return fail(usage_error("--allow-read",
+                                  fmt::format("{} is inside the hidden {}, and {}: allow the directory itself, or "
+                                              "a single file in it",
+                                              a, path, inner ? "is a directory" : "does not exist")));
+        }
       }
       if (allowed_here) continue;
       std::string entry = found->dir ? real + "/" : real;
