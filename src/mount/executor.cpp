@@ -35,6 +35,9 @@ std::string relative(std::string_view path) {
   return path.empty() ? std::string(".") : std::string(path);
 }
 
+// Whether relative(path) is "." (the root itself), without making it.
+bool names_top(std::string_view path) { return path.find_first_not_of('/') == std::string_view::npos; }
+
 // bwrap's modes for a mount point it has to make (ensure_file, ensure_dir):
 // a directory 0755, a file 0444. They land on the host when the parent is a
 // bind of a host directory.
@@ -199,9 +202,11 @@ Result<Fd> clone_with_attrs(int src, bool recursive, uint64_t attrs, std::string
 // A new superblock through the fd-based mount API: fsopen, options, create,
 // fsmount. Returns the detached mount.
 Result<Fd> new_filesystem(Operation op, const char* type, std::string_view options, uint64_t attrs, std::string_view path) {
-  const std::string step = fmt::format("mount {} on", type);
+  // The error's words are formatted only when there is one; errno is
+  // read before them.
+  auto failed = [&](int err) { return sys_error_named(op, fmt::format("mount {} on", type), path, err); };
   Fd fs(::fsopen(type, FSOPEN_CLOEXEC));
-  if (!fs) return fail(sys_error_named(op, step, path, errno));
+  if (!fs) return fail(failed(errno));
   // Named after the type, as mount(8) would, rather than "none".
   ::fsconfig(fs.get(), FSCONFIG_SET_STRING, "source", type, 0);
   std::string_view rest = options;
@@ -214,14 +219,14 @@ Result<Fd> new_filesystem(Operation op, const char* type, std::string_view optio
                  ? ::fsconfig(fs.get(), FSCONFIG_SET_FLAG, opt.c_str(), nullptr, 0)
                  : ::fsconfig(fs.get(), FSCONFIG_SET_STRING, opt.substr(0, eq).c_str(), opt.c_str() + eq + 1, 0);
     if (rc != 0) {
-      Error e = sys_error_named(op, step, path, errno);
+      Error e = failed(errno);
       e.detail = fmt::format("option {}", opt);
       return fail(e);
     }
   }
-  if (::fsconfig(fs.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) != 0) return fail(sys_error_named(op, step, path, errno));
+  if (::fsconfig(fs.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) != 0) return fail(failed(errno));
   Fd mnt(::fsmount(fs.get(), FSMOUNT_CLOEXEC, static_cast<unsigned>(attrs)));
-  if (!mnt) return fail(sys_error_named(op, step, path, errno));
+  if (!mnt) return fail(failed(errno));
   return mnt;
 }
 
@@ -374,7 +379,7 @@ class RootBuilder {
         host_prefix_(std::move(host_prefix)) {}
 
   Result<void> run(const MountStep& s) {
-    const bool mount_on_root = relative(s.dest) == "." && s.op != Op::set_attr && s.op != Op::mkdir &&
+    const bool mount_on_root = names_top(s.dest) && s.op != Op::set_attr && s.op != Op::mkdir &&
                                s.op != Op::chmod && s.op != Op::symlink && s.op != Op::write_file;
     if (!mount_on_root || s.source_in_root)
       if (auto r = ensure_root(); !r) return r;
@@ -452,14 +457,16 @@ class RootBuilder {
   // The fd of the fresh directory holding `path`, and its last component;
   // nullopt when its parent is not one.
   std::optional<std::pair<int, std::string>> in_fresh_dir(std::string_view path) const {
-    const std::string rel = relative(path);
+    // relative(path), viewed rather than copied: asked for every step.
+    std::string_view rel = path;
+    while (!rel.empty() && rel.front() == '/') rel.remove_prefix(1);
     const std::size_t slash = rel.find_last_of('/');
-    if (slash == std::string::npos) return std::nullopt;
-    const std::string_view parent(rel.data(), slash);
-    const std::string name = rel.substr(slash + 1);
+    if (slash == std::string_view::npos) return std::nullopt;
+    const std::string_view parent = rel.substr(0, slash);
+    const std::string_view name = rel.substr(slash + 1);
     if (name.empty() || name == "." || name == "..") return std::nullopt;
     for (const auto& [dir, fd] : fresh_dirs_)
-      if (dir == parent) return std::make_pair(fd.get(), name);
+      if (dir == parent) return std::make_pair(fd.get(), std::string(name));
     return std::nullopt;
   }
 
@@ -627,7 +634,7 @@ class RootBuilder {
     // (current_chrooted()). Elsewhere the staging area is used
     // (needs_staging()); a path that reaches "/" another way is refused
     // rather than bound with the wrong contents.
-    const bool on_root = relative(s.dest) == ".";
+    const bool on_root = names_top(s.dest);
     if (!staging_ && root_ && same_mount_root(source_identity(), host_identity())) {
       if (!on_root)
         return fail(sys_error(Operation::bind, s.source, EINVAL, "the host's / bound elsewhere than / must be named \"/\""));
@@ -711,7 +718,7 @@ class RootBuilder {
         return fail(e);
       }
     }
-    if (relative(s.dest) == ".") return attach_root(std::move(*mnt), op, type, s.dest);
+    if (names_top(s.dest)) return attach_root(std::move(*mnt), op, type, s.dest);
     if (s.cover) {
       auto dest = cover_destination(s);
       if (!dest) return fail(dest.error());

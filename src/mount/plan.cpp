@@ -25,8 +25,13 @@ using Op = MountStep::Op;
 using K = MountOp::Kind;
 
 std::string join(std::string_view dir, std::string_view name) {
-  if (dir == "/") return fmt::format("/{}", name);
-  return fmt::format("{}/{}", dir, name);
+  if (dir == "/") dir = {};
+  std::string out;
+  out.reserve(dir.size() + 1 + name.size());
+  out.append(dir);
+  out += '/';
+  out.append(name);
+  return out;
 }
 
 MountStep step(Op op, std::string dest) {

@@ -309,7 +309,8 @@ class Writer {
     } else if (v.is_bool()) {
       out_ += v.as_bool() ? "true" : "false";
     } else if (v.is_int()) {
-      fmt::format_to(std::back_inserter(out_), "{}", v.as_int());
+      const fmt::format_int n(v.as_int());
+      out_.append(n.data(), n.size());
     } else if (v.is_string()) {
       string(v.as_string());
     } else if (v.is_array()) {
@@ -342,7 +343,7 @@ class Writer {
     out_.append(2 * static_cast<size_t>(level), ' ');
   }
 
-  void string(std::string_view s) { out_ += quote(s); }
+  void string(std::string_view s) { quote_into(out_, s); }
 
   bool pretty_;
   std::string out_;
@@ -352,9 +353,16 @@ class Writer {
 
 Result<Value> parse(std::string_view text) { return Parser(text).document(); }
 
-std::string quote(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
+void quote_into(std::string& out, std::string_view s) {
+  out += '"';
+  // Bytes that need no escape are copied a run at a time: one append per
+  // run instead of one per byte (the report is mostly such runs).
+  std::size_t run = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (static_cast<unsigned char>(c) >= 0x20 && c != '"' && c != '\\') continue;
+    out.append(s.data() + run, i - run);
+    run = i + 1;
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
@@ -363,14 +371,17 @@ std::string quote(std::string_view s) {
       case '\n': out += "\\n"; break;
       case '\r': out += "\\r"; break;
       case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20)
-          fmt::format_to(std::back_inserter(out), "\\u{:04x}", static_cast<unsigned>(c));
-        else
-          out += c;  // UTF-8, and any other byte, as is: parse() takes it back
+      default: fmt::format_to(std::back_inserter(out), "\\u{:04x}", static_cast<unsigned>(c));
     }
   }
+  out.append(s.data() + run, s.size() - run);
   out += '"';
+}
+
+std::string quote(std::string_view s) {
+  std::string out;
+  out.reserve(s.size() + 2);
+  quote_into(out, s);
   return out;
 }
 

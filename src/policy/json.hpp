@@ -99,5 +99,7 @@ std::string dump(const Value& v, bool pretty = true);
 // One string as a JSON string literal, quotes included (for writers that
 // build documents by hand, e.g. with fractional numbers).
 std::string quote(std::string_view s);
+// The same, appended to `out`.
+void quote_into(std::string& out, std::string_view s);
 
 }  // namespace nsrun::json

@@ -20,29 +20,30 @@ Result<BpfProgram> unpack(unsigned id) {
   const packed::Program& p = packed::programs[id];
   std::size_t size = 0;
   for (unsigned i = 0; i < p.insn_op_count; ++i) size += packed::insn_op[p.insn_ops + i].count;
-  BpfProgram out;
-  out.reserve(size);
+  // Sized once and written in place: this runs at every launch, once per
+  // program loaded (seccomp_test.cpp compares every program it gives with
+  // libseccomp's).
+  BpfProgram out(size);
+  sock_filter* const insns = out.data();
+  std::size_t pc = 0;
   for (unsigned i = 0; i < p.insn_op_count; ++i) {
     const packed::Op op = packed::insn_op[p.insn_ops + i];
     for (unsigned at = op.at; at < op.at + op.count; ++at)
-      out.push_back(sock_filter{packed::insn_code[at], 0, 0, packed::insn_k[at]});
+      insns[pc++] = sock_filter{packed::insn_code[at], 0, 0, packed::insn_k[at]};
   }
-  std::size_t pc = 0;
-  auto next_jump = [&] {
-    while (pc < out.size() && !packed::conditional_jump(out[pc].code)) ++pc;
-  };
+  pc = 0;
   for (unsigned i = 0; i < p.jump_op_count; ++i) {
     const packed::Op op = packed::jump_op[p.jump_ops + i];
     for (unsigned at = op.at; at < op.at + op.count; ++at) {
-      next_jump();
-      if (pc == out.size()) return fail(damaged(id));
-      out[pc].jt = packed::jump[at].jt;
-      out[pc].jf = packed::jump[at].jf;
+      while (pc < size && !packed::conditional_jump(insns[pc].code)) ++pc;
+      if (pc == size) return fail(damaged(id));
+      insns[pc].jt = packed::jump[at].jt;
+      insns[pc].jf = packed::jump[at].jf;
       ++pc;
     }
   }
-  next_jump();
-  if (pc != out.size()) return fail(damaged(id));
+  while (pc < size && !packed::conditional_jump(insns[pc].code)) ++pc;
+  if (pc != size) return fail(damaged(id));
   return out;
 }
 
