@@ -386,6 +386,7 @@ namespace {
     if (auto r = set_no_new_privs(); !r) die(channel, r.error());
     if (auto r = load_command_filter(p, p.seccomp, false); !r) die(channel, r.error());
   }
+  if (p.session_serve) p.session_serve(p, channel, original_mask, setup, *locks);
   pid1_exec.command_may_ptrace = std::ranges::find(p.keep_caps, CAP_SYS_PTRACE) != p.keep_caps.end();
   const bool reexec = self_exe.valid() && pid1_execs_in_sandbox(pid1_exec);
   Fd release;
@@ -585,6 +586,7 @@ LaunchOutcome run_namespaces(Prepared& p) {
     sandbox_child(channel->child.get(), p, original_mask);
   }
   channel->child.reset();
+  if (p.session_started) p.session_started(child);
   if (words) words->child.reset();
   p.words_fd = -1;
   LaunchOutcome result;

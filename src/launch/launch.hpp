@@ -19,9 +19,12 @@
 #include "policy/write_scope.hpp"
 #include "seccomp/filter.hpp"
 #include "sys/error.hpp"
+#include "sys/fd.hpp"
 #include "sys/timeline.hpp"
 
 namespace nsrun {
+
+struct CommandSetup;
 
 // The namespace rung's launch spec (and what both rungs' command start
 // shares), built once from the Policy and the host facts by prepare(): the
@@ -89,6 +92,14 @@ struct Prepared {
   // "set-up" (nsrun's way), or, as bwrap does, its status passed on
   // silently as the command's (SetupDeath::as_status).
   bool setup_death_as_status = false;
+  // A session (src/session/): PID 1, built and confined as for a command,
+  // calls `session_serve` (which never returns) instead of starting one;
+  // it serves requests on `session_fd`. nsrun calls `session_started`
+  // right after PID 1's clone.
+  int session_fd = -1;
+  void (*session_serve)(Prepared& p, int channel, const sigset_t& original_mask, const CommandSetup& setup,
+                        const std::vector<Fd>& keep) = nullptr;
+  std::function<void(pid_t pid1)> session_started;
 };
 
 Result<Prepared> prepare(const Policy& policy);
