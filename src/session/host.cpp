@@ -475,7 +475,7 @@ Result<Fd> bind_control(const Fd& dir, const std::string& name) {
   for (int attempt = 0; attempt < 2; ++attempt) {
     Fd sock(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
     if (!sock) return fail(sys_error("socket"));
-    const mode_t old = ::umask(077);
+    const mode_t old = ::umask(0177);
     const int r = ::bind(sock.get(), reinterpret_cast<struct sockaddr*>(&addr), sizeof addr);
     const int err = errno;
     ::umask(old);
