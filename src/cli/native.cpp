@@ -286,9 +286,8 @@ std::string native_usage() {
   std::string out =
       "usage: nsrun [OPTIONS] [--] COMMAND [ARG]...\n"
       "       nsrun explain [OPTIONS] [-- COMMAND]   print the plan; run nothing\n"
-      "       nsrun policy|probe|bench|bwrap|connect ...\n"
+      "       nsrun policy|probe|bench|bwrap|connect ...; session|exec|jobs|logs|kill ...\n"
       "       nsrun changes|commit|discard RUN, runs, home   review copy-on-write runs\n"
-      "       nsrun session start|stop|list, exec, jobs, logs, kill   sessions (docs/sessions.md)\n"
       "\n"
       "Runs COMMAND in a sandbox: it may read the host's files and write only its\n"
       "workspace (the current directory), the --writable roots and a private /tmp.\n"

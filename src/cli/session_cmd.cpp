@@ -114,7 +114,7 @@ int list_main(std::span<const std::string> args) {
       }
   }
   if (as_json) {
-    fmt::print("{}\n", json::dump(all));
+    fmt::print("{}\n", json::dump(all, false));
     return 0;
   }
   for (const auto& s : all.as_array()) {
@@ -230,7 +230,7 @@ int jobs_main(std::span<const std::string> args) {
   const json::Value* jobs = reply->find("jobs");
   if (jobs == nullptr || !jobs->is_array()) return usage("jobs", "the session's answer has no jobs");
   if (as_json) {
-    fmt::print("{}\n", json::dump(*jobs));
+    fmt::print("{}\n", json::dump(*jobs, false));
     return 0;
   }
   for (const auto& j : jobs->as_array()) {
