@@ -53,10 +53,27 @@ uint64_t now_ms() {
 
 json::Value object() { return json::Value::object(); }
 
-ino_t ns_inode(pid_t pid) {
-  struct stat st{};
-  if (::stat(fmt::format("/proc/{}/ns/pid", pid).c_str(), &st) != 0) return 0;
-  return st.st_ino;
+// How deep in nested PID namespaces `pid` is (the NSpid line of its
+// status: one pid per level); 0 when unknown. Read from status, which
+// anyone may read: /proc/PID/ns/ of a non-dumpable process is not.
+int pidns_depth(pid_t pid) {
+  Fd f(::open(fmt::format("/proc/{}/status", pid).c_str(), O_RDONLY | O_CLOEXEC));
+  if (!f) return 0;
+  char buf[4096];
+  const ssize_t n = ::read(f.get(), buf, sizeof buf - 1);
+  if (n <= 0) return 0;
+  const std::string_view text(buf, static_cast<std::size_t>(n));
+  const auto at = text.find("\nNSpid:");
+  if (at == std::string_view::npos) return 0;
+  const auto end = text.find('\n', at + 1);
+  int depth = 0;
+  bool in_number = false;
+  for (char c : text.substr(at + 8, end == std::string_view::npos ? std::string_view::npos : end - at - 8)) {
+    const bool digit = c >= '0' && c <= '9';
+    if (digit && !in_number) ++depth;
+    in_number = digit;
+  }
+  return depth;
 }
 
 struct Job {
@@ -105,7 +122,7 @@ class Server {
   bool serving_ = false;
   bool stopping_ = false;
   uint64_t last_activity_ = 0;
-  ino_t pid1_ns_ = 0;
+  int own_depth_ = 0;
 
   // Through a pidfd taken before anyone could reap PID 1: a signal never
   // reaches a process that reused its number.
@@ -166,9 +183,10 @@ void Server::accept_client() {
   // (it runs as the same uid: the socket is hidden from it, this is the
   // second lock).
   if (::getsockopt(c.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || cred.uid != ::geteuid()) return;
-  if (cred.pid <= 0 || pid1_ns_ == 0) return;
-  const ino_t peer_ns = ns_inode(cred.pid);
-  if (peer_ns == 0 || peer_ns == pid1_ns_) return;
+  // Not deeper than this process: every process of the session is in a
+  // PID namespace below it (a peer gone before the check reads 0).
+  const int depth = cred.pid > 0 ? pidns_depth(cred.pid) : 0;
+  if (depth == 0 || depth > own_depth_) return;
   if (clients_.size() >= 256) return;
   const int fd = c.get();
   clients_.emplace(fd, std::move(c));
@@ -331,7 +349,8 @@ void Server::read_output(Job& job) {
     answer_waiters();
     return;
   }
-  if (job.total - job.base >= log_file_max) {
+  // No file grows past the bound: the current one moves aside first.
+  if (job.total > job.base && job.total - job.base + static_cast<uint64_t>(n) > log_file_max) {
     const std::string file = fmt::format("{}.log", job.id);
     (void)::renameat(jobs_dir.get(), file.c_str(), jobs_dir.get(), (file + ".1").c_str());
     job.log.reset(::openat(jobs_dir.get(), file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
@@ -354,7 +373,6 @@ void Server::pid1_message() {
   if (bool_field(v, "ready")) {
     if (serving_) return stop_session();
     serving_ = true;
-    pid1_ns_ = ns_inode(pid1);
     const char r = 'R';
     (void)!::write(ready.get(), &r, 1);
     ready.reset();
@@ -416,6 +434,7 @@ void Server::finish(int code) {
 
 void Server::run() {
   started = ::time(nullptr);
+  own_depth_ = pidns_depth(::getpid());
   last_activity_ = now_ms();
   while (true) {
     std::vector<struct pollfd> pfds;

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,9 @@ struct Session {
   }
   RunResult start(std::vector<std::string> extra = {}) const {
     std::vector<std::string> args{"session", "start", name};
+    // A session a failed test could not stop ends by itself.
+    if (std::find(extra.begin(), extra.end(), "--idle-timeout") == extra.end())
+      args.insert(args.end(), {"--idle-timeout", "60s"});
     args.insert(args.end(), extra.begin(), extra.end());
     return run_nsrun(args);
   }
