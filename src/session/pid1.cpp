@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <poll.h>
+#include <sched.h>
+#include <sys/mman.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -43,8 +45,20 @@ std::vector<std::string> merged_env(std::vector<std::string> base, const std::ve
   return base;
 }
 
+struct Pid1;
+
+struct JobStart {
+  Pid1* pid1;
+  int channel;
+  int in, out, err;
+  const char* cwd;
+};
+
+int job_main(void* arg);
+
 struct Pid1 {
   Prepared& p;
+  std::vector<std::string> base_env;  // the session's, before any --env
   int sock;
   const sigset_t& original_mask;
   const CommandSetup& setup;
@@ -73,33 +87,21 @@ struct Pid1 {
       return refuse(usage_error("exec", "malformed request"));
     auto channel = make_channel();
     if (!channel) return refuse(channel.error());
-    const pid_t pid = ::fork();
+    // PID 1's own copy is the command's spec: set for this command, then
+    // shared with its start until the exec (see job_main).
+    p.argv = std::move(*argv);
+    p.env = merged_env(base_env, *env);
+    p.exec_paths = exec_candidates(p.argv.front(), env_lookup(p.env, "PATH"));
+    // Its own session and process group: `nsrun kill` signals the group,
+    // and the caller's terminal stays the caller's.
+    p.new_session = 1;
+    p.pass_fds.clear();
+    p.stop_before_exec = false;
+    JobStart js{this, channel->child.get(), fds.size() == 3 ? fds[0].get() : 0,
+                fds.size() == 3 ? fds[1].get() : fds[0].get(), fds.size() == 3 ? fds[2].get() : fds[0].get(),
+                cwd->c_str()};
+    const pid_t pid = spawn(js);
     if (pid < 0) return refuse(sys_error(Operation::fork, "command"));
-    if (pid == 0) {
-      channel->parent.reset();
-      const int ch = channel->child.get();
-      const int in = fds.size() == 3 ? fds[0].get() : 0;  // PID 1's own /dev/null
-      const int out = fds.size() == 3 ? fds[1].get() : fds[0].get();
-      const int err = fds.size() == 3 ? fds[2].get() : fds[0].get();
-      if ((in != 0 && ::dup2(in, 0) < 0) || ::dup2(out, 1) < 0 || ::dup2(err, 2) < 0) {
-        send_error(ch, sys_error(Operation::dup, "stdio"));
-        ::_exit(125);
-      }
-      // The session's directory is where relative paths start.
-      if (::chdir(p.plan.chdir.c_str()) != 0 || ::chdir(cwd->c_str()) != 0) {
-        send_error(ch, sys_error(Operation::chdir, *cwd));
-        ::_exit(125);
-      }
-      p.argv = std::move(*argv);
-      p.env = merged_env(p.env, *env);
-      p.exec_paths = exec_candidates(p.argv.front(), env_lookup(p.env, "PATH"));
-      // Its own session and process group: `nsrun kill` signals the group,
-      // and the caller's terminal stays the caller's.
-      p.new_session = 1;
-      p.pass_fds.clear();
-      p.stop_before_exec = false;
-      start_command(ch, p, original_mask, setup);
-    }
     fds.clear();
     channel->child.reset();
     auto report = receive_until_eof(channel->parent.get());
@@ -120,6 +122,20 @@ struct Pid1 {
     groups[*job] = pid;
     r.set("pid", static_cast<int64_t>(pid));
     reply(r);
+  }
+
+  // The command starts as the launch's does (launch.cpp spawn_command()):
+  // CLONE_VM|CLONE_VFORK on a stack of its own, PID 1 suspended until the
+  // exec, so no page table of PID 1 is copied per command.
+  pid_t spawn(JobStart& js) {
+    constexpr std::size_t stack_size = 256 * 1024;
+    void* stack = ::mmap(nullptr, stack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (stack == MAP_FAILED) return -1;
+    const pid_t pid = ::clone(job_main, static_cast<char*>(stack) + stack_size, CLONE_VM | CLONE_VFORK | SIGCHLD, &js);
+    const int err = errno;
+    ::munmap(stack, stack_size);
+    errno = err;
+    return pid;
   }
 
   void kill_job(const json::Value& req) {
@@ -176,6 +192,23 @@ struct Pid1 {
   }
 };
 
+// The command's process until its exec: its fd table and working
+// directory are its own (no CLONE_FILES, CLONE_FS), its memory PID 1's.
+int job_main(void* arg) {
+  auto* js = static_cast<JobStart*>(arg);
+  if ((js->in != 0 && ::dup2(js->in, 0) < 0) || ::dup2(js->out, 1) < 0 || ::dup2(js->err, 2) < 0) {
+    send_error(js->channel, sys_error(Operation::dup, "stdio"));
+    ::_exit(125);
+  }
+  // The session's directory is where relative paths start.
+  Prepared& p = js->pid1->p;
+  if (::chdir(p.plan.chdir.c_str()) != 0 || ::chdir(js->cwd) != 0) {
+    send_error(js->channel, sys_error(Operation::chdir, js->cwd));
+    ::_exit(125);
+  }
+  start_command(js->channel, p, js->pid1->original_mask, js->pid1->setup);
+}
+
 }  // namespace
 
 void serve_in_sandbox(Prepared& p, int channel, const sigset_t& original_mask, const CommandSetup& setup,
@@ -207,7 +240,7 @@ void serve_in_sandbox(Prepared& p, int channel, const sigset_t& original_mask, c
   // What a command's exec would say: the sandbox is ready.
   send_timeline(channel, p.timeline.encode());
   ::close(channel);
-  Pid1 pid1{p, p.session_fd, original_mask, setup, {}, {}};
+  Pid1 pid1{p, p.env, p.session_fd, original_mask, setup, {}, {}};
   json::Value ready = json::Value::object();
   ready.set("ready", true);
   pid1.reply(ready);
