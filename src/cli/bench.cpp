@@ -17,6 +17,7 @@
 
 #include "bench/spawn.hpp"
 #include "layers/dirs.hpp"
+#include "session/paths.hpp"
 #include "launch/launch.hpp"
 #include "sys/timeline.hpp"
 
@@ -303,6 +304,26 @@ class BenchSession {
   ~BenchSession() {
     if (started_) (void)run_quietly({nsrun_, "session", "stop", name_});
   }
+  // The same request from a client that is not nsrun
+  // (tools/nsrun-session-request.c).
+  bench::Row socket_row(const BenchArgs& a, const std::string& self) const {
+    bench::Row r;
+    r.name = "nsrun session socket";
+    r.promise = "workspace-write";
+    auto client = find_floor(a, self, "nsrun-session-request");
+    if (!client) {
+      r.available = false;
+      r.reason = "tools/nsrun-session-request was not built (no C compiler)";
+      return r;
+    }
+    r.argv = {*client, session::places().sockets + "/" + name_ + ".sock"};
+    r.argv.insert(r.argv.end(), a.payload.begin(), a.payload.end());
+    if (!started_) {
+      r.available = false;
+      r.reason = "nsrun session start failed";
+    }
+    return r;
+  }
   bench::Row row(const BenchArgs& a) const {
     bench::Row r;
     r.name = "nsrun session exec";
@@ -565,6 +586,7 @@ int bench_main(std::span<const std::string> args) {
   if (wanted(a, "session")) {
     session.emplace(a, ws);
     rows.push_back(session->row(a));
+    rows.push_back(session->socket_row(a, self));
   }
   if (a.binds > 0) {
     std::vector<std::string> extra;

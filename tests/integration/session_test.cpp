@@ -337,3 +337,15 @@ TEST_CASE("session: the Python client of docs/sessions.md runs commands over the
   CHECK(jobs.exit_code == 0);
   CHECK(jobs.out.find("\"argv\": [\"sh\"") != std::string::npos);
 }
+
+TEST_CASE("nsrun bench: the session rows run exec in a session of the bench's own, stopped after", "[session]") {
+  require_userns();
+  Session s;
+  RunResult r = s.run_nsrun({"bench", "-n", "3", "--warmup", "1", "--rows", "bare,session"});
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("nsrun session exec") != std::string::npos);
+  CHECK(r.out.find("nsrun session socket") != std::string::npos);
+  CHECK(r.out.find("session start failed") == std::string::npos);
+  CHECK(s.run_nsrun({"session", "list", "--json"}).out == "[]\n");
+}
