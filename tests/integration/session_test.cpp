@@ -349,3 +349,44 @@ TEST_CASE("nsrun bench: the session rows run exec in a session of the bench's ow
   CHECK(r.out.find("session start failed") == std::string::npos);
   CHECK(s.run_nsrun({"session", "list", "--json"}).out == "[]\n");
 }
+
+TEST_CASE("session: --network proxy's rules are a one-shot launch's for every exec", "[session]") {
+  require_userns();
+  if (!file_exists("/usr/bin/python3")) unavailable("python3", "/usr/bin/python3 is not installed");
+  Session s;
+  const std::vector<std::string> net{"--network", "proxy", "--allow-host", "allowed.test", "--resolve-host",
+                                     "allowed.test=127.0.0.1"};
+  require_started(s.start(net));
+  // The proxy's answer to a CONNECT: its status line's code.
+  const std::string probe = R"PY(
+import socket, sys
+s = socket.create_connection(('127.0.0.1', 3128), timeout=10)
+s.sendall(b'CONNECT ' + sys.argv[1].encode() + b' HTTP/1.1\r\n\r\n')
+print(s.recv(4096).split(b'\r\n', 1)[0].split(b' ')[1].decode())
+)PY";
+  for (const char* target : {"denied.test:443", "allowed.test:9", "169.254.169.254:80"}) {
+    DYNAMIC_SECTION(target) {
+      RunResult in_session = s.exec({"/usr/bin/python3", "-I", "-c", probe, target});
+      std::vector<std::string> one_shot = net;
+      one_shot.insert(one_shot.end(), {"--", "/usr/bin/python3", "-I", "-c", probe, target});
+      RunResult launch = s.run_nsrun(one_shot);
+      INFO(in_session.err << launch.err);
+      CHECK(in_session.exit_code == 0);
+      CHECK(in_session.out == launch.out);
+      if (std::string(target) != "allowed.test:9") CHECK(in_session.out == "403\n");
+    }
+  }
+}
+
+TEST_CASE("session: exec passes the caller's terminal", "[session]") {
+  require_userns();
+  if (!file_exists("/usr/bin/script")) unavailable("script", "util-linux script is not installed");
+  Session s;
+  require_started(s.start());
+  const std::string cmd = shell_quote(nsrun_path()) + " exec " + s.name +
+                          " -- sh -c 'test -t 0 && test -t 1 && test -t 2 && echo on-a-tty'";
+  RunResult r = run({"script", "-qec", cmd, "/dev/null"}, s.options());
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("on-a-tty") != std::string::npos);
+}
