@@ -390,3 +390,25 @@ TEST_CASE("session: exec passes the caller's terminal", "[session]") {
   CHECK(r.exit_code == 0);
   CHECK(r.out.find("on-a-tty") != std::string::npos);
 }
+
+TEST_CASE("session: cow mode shares one run layer across execs; it stays after stop for review", "[session]") {
+  require_userns();
+  Session s;
+  RunResult started = s.start({"--workspace-mode", "cow"});
+  require_started(started);
+  RunResult list = s.run_nsrun({"session", "list", "--json"});
+  const auto at = list.out.find("\"run_id\":\"");
+  REQUIRE(at != std::string::npos);
+  const std::string run_id = list.out.substr(at + 10, list.out.find('"', at + 10) - at - 10);
+  CHECK(started.err.find(run_id) != std::string::npos);
+  CHECK(s.exec({"sh", "-c", "echo layered > made-in-session"}).exit_code == 0);
+  CHECK(s.exec({"cat", "made-in-session"}).out == "layered\n");
+  CHECK(!file_exists(s.ws / "made-in-session"));
+  REQUIRE(s.run_nsrun({"session", "stop", s.name}).exit_code == 0);
+  RunResult changes = s.run_nsrun({"changes", run_id});
+  INFO(changes.err);
+  CHECK(changes.exit_code == 0);
+  CHECK(changes.out.find("made-in-session") != std::string::npos);
+  CHECK(s.run_nsrun({"commit", run_id}).exit_code == 0);
+  CHECK(read_file(s.ws / "made-in-session") == "layered\n");
+}
