@@ -327,7 +327,14 @@ void Server::client_message(int fd) {
 
 void Server::answer_waiters() {
   std::erase_if(waiters_, [&](const Waiter& w) {
-    const Job& job = jobs_.at(w.job);
+    auto it = jobs_.find(w.job);
+    if (it == jobs_.end()) {
+      json::Value gone = object();
+      gone.set("error", "no such background job");
+      send(w.client, gone);
+      return true;
+    }
+    const Job& job = it->second;
     if (job.total <= w.offset && job.pipe) return false;
     json::Value v = object();
     v.set("total", static_cast<int64_t>(job.total));
