@@ -6,6 +6,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -246,9 +247,13 @@ int jobs_main(std::span<const std::string> args) {
   return 0;
 }
 
+// Digits only (from_chars: the static nsrun carries no std::stoll and
+// the exceptions behind it).
 std::optional<int64_t> job_number(const std::string& s) {
   if (s.empty() || s.size() > 18 || s.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
-  return std::stoll(s);
+  int64_t n = 0;
+  if (std::from_chars(s.data(), s.data() + s.size(), n).ec != std::errc()) return std::nullopt;
+  return n;
 }
 
 std::optional<int> signal_number(const std::string& s) {
