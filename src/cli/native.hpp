@@ -1,6 +1,7 @@
 // The native front end: nsrun's own command line -> Policy.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <span>
@@ -23,6 +24,8 @@ struct Invocation {
   // it (`--ro`, which is a ro_bind), so that validate() names that option;
   // empty: from a --policy file, named by its kind.
   std::vector<std::string> mount_options;
+  // --idle-timeout: `nsrun session start` only (docs/sessions.md).
+  std::optional<uint64_t> idle_timeout_ms;
 };
 
 // What the front end reads from the caller's world, passed in so parsing
