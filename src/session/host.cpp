@@ -23,8 +23,10 @@
 
 #include <fmt/format.h>
 
+#include "launch/attempt.hpp"
 #include "launch/ladder.hpp"
-#include "launch/launch.hpp"
+#include "launch/namespaces_rung.hpp"
+#include "launch/spec.hpp"
 #include "layers/dirs.hpp"
 #include "layers/session.hpp"
 #include "session/paths.hpp"
@@ -550,9 +552,16 @@ struct Daemon {
                        "nsrun discard {}, after nsrun session stop {})\n",
                d.server.name, layers->run_id(), layers->run_id(), layers->run_id(), layers->run_id(), d.server.name);
   std::fflush(stderr);
-  prepared->session_fd = pid1_end.get();
-  prepared->session_serve = serve_in_sandbox;
-  prepared->session_started = [&](pid_t pid1) {
+  // The session's spec, const from here on; what its run learns is the
+  // attempt's, with the session's hooks (launch/attempt.hpp).
+  const LaunchSpec& spec = *prepared;
+  Attempt attempt(spec);
+  SessionHooks hooks;
+  hooks.fd = pid1_end.get();
+  hooks.serve = serve_in_sandbox;
+  // Called once --network proxy's process is forked: the thread below is
+  // the first of this process.
+  hooks.started = [&](pid_t pid1) {
     pid1_end.reset();
     d.server.pid1 = pid1;
     d.server.pid1_fd.reset(static_cast<int>(::syscall(SYS_pidfd_open, pid1, 0)));
@@ -573,7 +582,8 @@ struct Daemon {
     pthread_attr_destroy(&attr);
     if (!d.thread_started) (void)::syscall(SYS_pidfd_send_signal, d.server.pid1_fd.get(), SIGKILL, nullptr, 0);
   };
-  LaunchOutcome out = run_namespaces(*prepared);
+  attempt.session = std::move(hooks);
+  LaunchOutcome out = run_namespaces(spec, attempt);
   int code = out.exit_code;
   if (d.thread_started) {
     const uint64_t value = static_cast<uint64_t>(code) + 1;
@@ -585,7 +595,7 @@ struct Daemon {
   if (!out.command_started) {
     if (out.error) {
       code = say(*out.error);
-      const std::string reason = classify_namespace_failure(*out.error, prepared->plan.proc);
+      const std::string reason = classify_namespace_failure(*out.error, spec.plan.proc);
       if (!reason.empty())
         fmt::print(stderr, "nsrun: session start: the namespace rung is not usable here ({}); {}\n", reason,
                    landlock_refusal());

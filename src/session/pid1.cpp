@@ -14,7 +14,7 @@
 
 #include "ns/channel.hpp"
 #include "ns/reaper.hpp"
-#include "policy/env.hpp"
+#include "session/exec_spec.hpp"
 #include "session/wire.hpp"
 
 namespace nsrun::session {
@@ -33,22 +33,12 @@ void close_all_but(std::vector<int> keep) {
   ::close_range(from, ~0U, 0);
 }
 
-// NAME=VALUE entries over `base`: a later one replaces an earlier one.
-std::vector<std::string> merged_env(std::vector<std::string> base, const std::vector<std::string>& extra) {
-  for (const auto& e : extra) {
-    const auto eq = e.find('=');
-    if (eq == std::string::npos || eq == 0) continue;
-    const std::string_view key(e.data(), eq + 1);
-    std::erase_if(base, [&](const std::string& b) { return b.starts_with(key); });
-    base.push_back(e);
-  }
-  return base;
-}
-
 struct Pid1;
 
 struct JobStart {
   Pid1* pid1;
+  const LaunchSpec* spec;  // the command's (exec_spec())
+  Attempt* a;              // the command's start's
   int channel;
   int in, out, err;
   const char* cwd;
@@ -57,8 +47,8 @@ struct JobStart {
 int job_main(void* arg);
 
 struct Pid1 {
-  Prepared& p;
-  std::vector<std::string> base_env;  // the session's, before any --env
+  const LaunchSpec& p;  // the session's
+  const Attempt& a;     // PID 1's
   int sock;
   const sigset_t& original_mask;
   const CommandSetup& setup;
@@ -87,17 +77,13 @@ struct Pid1 {
       return refuse(usage_error("exec", "malformed request"));
     auto channel = make_channel();
     if (!channel) return refuse(channel.error());
-    // PID 1's own copy is the command's spec: set for this command, then
-    // shared with its start until the exec (see job_main).
-    p.argv = std::move(*argv);
-    p.env = merged_env(base_env, *env);
-    p.exec_paths = exec_candidates(p.argv.front(), env_lookup(p.env, "PATH"));
-    // Its own session and process group: `nsrun kill` signals the group,
-    // and the caller's terminal stays the caller's.
-    p.new_session = 1;
-    p.pass_fds.clear();
-    p.stop_before_exec = false;
-    JobStart js{this, channel->child.get(), fds.size() == 3 ? fds[0].get() : 0,
+    // A spec of its own, made from the session's, and a fresh attempt:
+    // both shared with the command's start until its exec (see job_main).
+    const LaunchSpec spec = exec_spec(p, *argv, *env);
+    Attempt attempt(spec, a.timeline);
+    attempt.keep_caps = a.keep_caps;
+    attempt.words_fd = a.words_fd;
+    JobStart js{this, &spec, &attempt, channel->child.get(), fds.size() == 3 ? fds[0].get() : 0,
                 fds.size() == 3 ? fds[1].get() : fds[0].get(), fds.size() == 3 ? fds[2].get() : fds[0].get(),
                 cwd->c_str()};
     const pid_t pid = spawn(js);
@@ -124,7 +110,7 @@ struct Pid1 {
     reply(r);
   }
 
-  // The command starts as the launch's does (launch.cpp spawn_command()):
+  // The command starts as the launch's does (launch/command.cpp spawn_command()):
   // CLONE_VM|CLONE_VFORK on a stack of its own, PID 1 suspended until the
   // exec, so no page table of PID 1 is copied per command.
   pid_t spawn(JobStart& js) {
@@ -201,25 +187,25 @@ int job_main(void* arg) {
     ::_exit(125);
   }
   // The session's directory is where relative paths start.
-  Prepared& p = js->pid1->p;
-  if (::chdir(p.plan.chdir.c_str()) != 0 || ::chdir(js->cwd) != 0) {
+  if (::chdir(js->spec->plan.chdir.c_str()) != 0 || ::chdir(js->cwd) != 0) {
     send_error(js->channel, sys_error(Operation::chdir, js->cwd));
     ::_exit(125);
   }
-  start_command(js->channel, p, js->pid1->original_mask, js->pid1->setup);
+  start_command(js->channel, *js->spec, *js->a, js->pid1->original_mask, js->pid1->setup);
 }
 
 }  // namespace
 
-void serve_in_sandbox(Prepared& p, int channel, const sigset_t& original_mask, const CommandSetup& setup,
-                      const std::vector<Fd>& keep) {
+void serve_in_sandbox(const LaunchSpec& p, Attempt& a, int channel, const sigset_t& original_mask,
+                      const CommandSetup& setup, const std::vector<Fd>& keep) {
   // Only a PID 1 that confined itself as the command would be serves: a
   // command keeping capabilities (--cap-add) has no place in a session.
   if (!setup.confined_by_parent) {
     send_error(channel, usage_error("session", "PID 1 is not confined as a command (--cap-add)"));
     ::_exit(125);
   }
-  std::vector<int> held{p.session_fd, channel, p.words_fd, p.last_pid_fd};
+  const int sock = a.session ? a.session->fd : -1;
+  std::vector<int> held{sock, channel, a.words_fd, a.last_pid_fd};
   for (const auto& fd : keep) held.push_back(fd.get());
   close_all_but(held);
   // The sandbox's own /dev/null on 0, 1, 2: PID 1 keeps nothing of the
@@ -238,9 +224,9 @@ void serve_in_sandbox(Prepared& p, int channel, const sigset_t& original_mask, c
     ::_exit(125);
   }
   // What a command's exec would say: the sandbox is ready.
-  send_timeline(channel, p.timeline.encode());
+  send_timeline(channel, a.timeline.encode());
   ::close(channel);
-  Pid1 pid1{p, p.env, p.session_fd, original_mask, setup, {}, {}};
+  Pid1 pid1{p, a, sock, original_mask, setup, {}, {}};
   json::Value ready = json::Value::object();
   ready.set("ready", true);
   pid1.reply(ready);

@@ -6,7 +6,8 @@
 // exactly as a one-shot launch's PID 1 (the launch's own code, up to the
 // command's start), holds no fd of the host but its socket to nsrun and
 // what a request passes, and forks each command through the launch's own
-// start (launch.hpp start_command()).
+// start (launch/command.hpp start_command()), each from a spec of its own
+// (session/exec_spec.hpp).
 //
 // Messages (session/wire.hpp), nsrun -> PID 1:
 //   {"op":"start","job":N,"argv":[...],"env":[...],"cwd":"DIR"} + 3 fds
@@ -24,13 +25,16 @@
 
 #include <vector>
 
-#include "launch/launch.hpp"
+#include "launch/attempt.hpp"
+#include "launch/command.hpp"
+#include "launch/spec.hpp"
 #include "sys/fd.hpp"
 
 namespace nsrun::session {
 
-// Prepared::session_serve. Never returns.
-void serve_in_sandbox(Prepared& p, int channel, const sigset_t& original_mask, const CommandSetup& setup,
-                      const std::vector<Fd>& keep);
+// SessionHooks::serve (launch/attempt.hpp): PID 1 of the session's spec
+// `p`, with its attempt `a` (a.session->fd is its socket). Never returns.
+void serve_in_sandbox(const LaunchSpec& p, Attempt& a, int channel, const sigset_t& original_mask,
+                      const CommandSetup& setup, const std::vector<Fd>& keep);
 
 }  // namespace nsrun::session
