@@ -18,7 +18,7 @@ _nsrun_native_options='
     --allow-nested-userns=0 --share-ipc=0 --share-uts=0 --share-cgroup=0
     --env-allow=1 --env-deny=1 --new-session=0 --no-new-session=0
     --workspace-mode=1 --cow-dir=1 --home=1 --home-layer=1 --run-id=1 --pass-fd=1
-    --limit-memory=1 --limit-pids=1 --limit-cpu=1 --timeout=1 --kill-after=1
+    --limit-memory=1 --limit-pids=1 --limit-cpu=1 --timeout=1 --idle-timeout=1 --kill-after=1
     --rlimit=1 --tmpfs-size=1 --limits=1 --verdict=0 --watch-writes=0
 '
 
@@ -96,8 +96,20 @@ _nsrun() {
         help)
             # nsrun help TOPIC|SUBCOMMAND (src/cli/help.cpp).
             ((cword == 2)) && COMPREPLY=($(compgen -W 'modes layers egress limits rungs report settings exit
-                policy explain probe changes commit discard runs home connect bench bwrap' -- "$cur"))
+                policy explain probe changes commit discard runs home connect bench bwrap session exec jobs logs kill' -- "$cur"))
             return
+            ;;
+        session)
+            # nsrun session start NAME [OPTIONS]: a launch's options.
+            if [[ ${words[2]-} != start ]] || ((cword <= 3)); then
+                ((cword == 2)) && COMPREPLY=($(compgen -W 'start stop list' -- "$cur"))
+                return
+            fi
+            i=4
+            ;;
+        exec | jobs | logs | kill)
+            # Options of their own (docs/sessions.md).
+            ((cword > 1)) && return
             ;;
         bench | changes | commit | discard | home)
             # Options of their own (nsrun bench --help, nsrun commit --help).
@@ -142,7 +154,7 @@ _nsrun() {
         return
     fi
     if ((cword == 1)); then
-        COMPREPLY=($(compgen -W 'policy explain probe bench bwrap changes commit discard home' -- "$cur"))
+        COMPREPLY=($(compgen -W 'policy explain probe bench bwrap changes commit discard home session exec jobs logs kill' -- "$cur"))
         [[ -n $cur ]] && COMPREPLY+=($(compgen -c -- "$cur"))
         return
     fi

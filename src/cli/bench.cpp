@@ -4,18 +4,21 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "bench/spawn.hpp"
 #include "layers/dirs.hpp"
 #include "launch/spec.hpp"
+#include "session/paths.hpp"
 #include "sys/timeline.hpp"
 
 namespace nsrun {
@@ -23,7 +26,7 @@ namespace nsrun {
 namespace {
 
 constexpr std::string_view own_rows[] = {"bare",          "floor",    "floor-sandbox", "read-only", "workspace-write",
-                                         "network-none",  "network-proxy", "landlock", "landlock-git", "limits", "cow", "home-cow"};
+                                         "network-none",  "network-proxy", "landlock", "landlock-git", "limits", "cow", "home-cow", "session"};
 
 // The C libraries tools/meson.build may build a floor for
 // (tools/nsrun-floor-exec.c, one static binary each).
@@ -267,6 +270,79 @@ bench::Row floor_sandbox_row(const BenchArgs& a, const std::string& self, std::s
   return r;
 }
 
+// Runs `argv` with stdio on /dev/null and waits: its exit status.
+int run_quietly(const std::vector<std::string>& argv) {
+  const pid_t pid = ::fork();
+  if (pid < 0) return 125;
+  if (pid == 0) {
+    const int null = ::open("/dev/null", O_RDWR);
+    ::dup2(null, 0);
+    ::dup2(null, 1);
+    ::dup2(null, 2);
+    std::vector<char*> c;
+    for (const auto& w : argv) c.push_back(const_cast<char*>(w.c_str()));
+    c.push_back(nullptr);
+    ::execv(c[0], c.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// The session row: a session of the bench's own, started before the
+// measurement (as workspace-write's launch, --home ro) and stopped after;
+// each launch is one `nsrun exec` of the payload in it.
+class BenchSession {
+ public:
+  BenchSession(const BenchArgs& a, const std::string& ws)
+      : nsrun_(a.nsrun), name_(fmt::format("nsrun-bench-{}", ::getpid())) {
+    started_ = run_quietly({nsrun_, "session", "start", name_, "--mode", "workspace-write", "--workspace", ws,
+                            "--home", "ro"}) == 0;
+  }
+  ~BenchSession() {
+    if (started_) (void)run_quietly({nsrun_, "session", "stop", name_});
+  }
+  // The same request from a client that is not nsrun
+  // (tools/nsrun-session-request.c).
+  bench::Row socket_row(const BenchArgs& a, const std::string& self) const {
+    bench::Row r;
+    r.name = "nsrun session socket";
+    r.promise = "workspace-write";
+    auto client = find_floor(a, self, "nsrun-session-request");
+    if (!client) {
+      r.available = false;
+      r.reason = "tools/nsrun-session-request was not built (no C compiler)";
+      return r;
+    }
+    r.argv = {*client, session::places().sockets + "/" + name_ + ".sock"};
+    r.argv.insert(r.argv.end(), a.payload.begin(), a.payload.end());
+    if (!started_) {
+      r.available = false;
+      r.reason = "nsrun session start failed";
+    }
+    return r;
+  }
+  bench::Row row(const BenchArgs& a) const {
+    bench::Row r;
+    r.name = "nsrun session exec";
+    r.argv = {nsrun_, "exec", name_, "--"};
+    r.argv.insert(r.argv.end(), a.payload.begin(), a.payload.end());
+    r.promise = "workspace-write";
+    if (!started_) {
+      r.available = false;
+      r.reason = "nsrun session start failed";
+    }
+    return r;
+  }
+
+ private:
+  std::string nsrun_;
+  std::string name_;
+  bool started_ = false;
+};
+
 bool wanted(const BenchArgs& a, std::string_view row) {
   return a.rows.empty() || std::find(a.rows.begin(), a.rows.end(), row) != a.rows.end();
 }
@@ -359,7 +435,7 @@ Result<BenchArgs> parse_bench(std::span<const std::string> args) {
         const std::size_t comma = rest.find(',');
         std::string_view name = rest.substr(0, comma);
         if (std::find(std::begin(own_rows), std::end(own_rows), name) == std::end(own_rows))
-          return fail(usage_error(arg, fmt::format("unknown row '{}' (bare, floor, floor-sandbox, read-only, workspace-write, network-none, network-proxy, landlock, landlock-git, limits, cow, home-cow)", name)));
+          return fail(usage_error(arg, fmt::format("unknown row '{}' (bare, floor, floor-sandbox, read-only, workspace-write, network-none, network-proxy, landlock, landlock-git, limits, cow, home-cow, session)", name)));
         a.rows.emplace_back(name);
         rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
       }
@@ -391,7 +467,7 @@ std::string bench_usage() {
       "launch, and network-none's, with no policy logic, per C library),\n"
       "under nsrun (read-only, workspace-write, network-none, network-proxy,\n"
       "landlock, landlock-git, limits, cow: each with --home ro; home-cow: the default\n"
-      "copy-on-write home) and under\n"
+      "copy-on-write home; session: `nsrun exec` in a session started before) and under\n"
       "peers, interleaved launch by launch in one run.\n"
       "\n"
       "options:\n"
@@ -406,7 +482,7 @@ std::string bench_usage() {
       "                         peer, else bare, else the first row)\n"
       "  --rows LIST            nsrun's own rows to run, comma-separated, from\n"
       "                         bare,floor,floor-sandbox,read-only,workspace-write,network-none,\n"
-      "                         network-proxy,landlock,landlock-git,limits,cow,home-cow\n"
+      "                         network-proxy,landlock,landlock-git,limits,cow,home-cow,session\n"
       "  --binds N              add a workspace-write row with N extra read-only binds\n"
       "  --payload CMDLINE      the payload (default /bin/true, else nsrun --bench-noop)\n"
       "  --nsrun PATH           the nsrun binary to measure (default: this one)\n"
@@ -506,6 +582,12 @@ int bench_main(std::span<const std::string> args) {
   // bench run, so runs leave no layer per scratch workspace.
   if (wanted(a, "home-cow"))
     rows.push_back(nsrun_row(a, ws, "nsrun home-cow", "workspace-write", {"--home", "cow", "--home-layer", "nsrun-bench"}));
+  std::optional<BenchSession> session;
+  if (wanted(a, "session")) {
+    session.emplace(a, ws);
+    rows.push_back(session->row(a));
+    rows.push_back(session->socket_row(a, self));
+  }
   if (a.binds > 0) {
     std::vector<std::string> extra;
     for (std::size_t i = 0; i < a.binds; ++i) extra.insert(extra.end(), {"--ro", scratch.bind_dir(i)});

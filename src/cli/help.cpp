@@ -117,7 +117,8 @@ std::span<const HelpTopic> help_topics() {
 
 std::span<const std::string_view> subcommands() {
   static constexpr std::string_view subs[] = {"policy", "explain", "probe",   "changes", "commit", "discard",
-                                              "runs",   "home",    "connect", "bench",   "bwrap",  "help"};
+                                              "runs",   "home",    "connect", "bench",   "bwrap",  "session",
+                                              "exec",   "jobs",    "logs",    "kill",    "help"};
   return subs;
 }
 
@@ -143,6 +144,37 @@ std::optional<std::string_view> subcommand_help(std::string_view sub) {
            "Tries each rung on this host as a launch would, stopped before the exec, and\n"
            "says which one would run and why the others would not (nsrun help rungs).\n"
            "OPTIONS: those of a run; --json prints the result as JSON.\n";
+  if (sub == "session")
+    return "usage: nsrun session start NAME [--idle-timeout DURATION] [OPTIONS]\n"
+           "       nsrun session stop NAME\n"
+           "       nsrun session list [--json]\n"
+           "\n"
+           "start makes one sandbox (namespace rung only) from the options of a launch and\n"
+           "returns when it is ready; nsrun exec runs commands in it, and background jobs\n"
+           "live between them. --timeout limits the whole session, --idle-timeout the time\n"
+           "with no caller connected. stop ends every process; a cow run layer stays for\n"
+           "nsrun changes/commit/discard. The control socket and its protocol:\n"
+           "docs/sessions.md.\n";
+  if (sub == "exec")
+    return "usage: nsrun exec NAME [--cwd DIR] [--env NAME=VALUE]... [--background] -- COMMAND...\n"
+           "\n"
+           "Runs COMMAND in session NAME with this terminal's stdin, stdout and stderr, and\n"
+           "exits with its status (124, 128+N and 125 as for a launch). --background\n"
+           "prints a job id and returns at once; its output goes to a bounded log\n"
+           "(nsrun logs).\n";
+  if (sub == "jobs")
+    return "usage: nsrun jobs NAME [--json]\n"
+           "\n"
+           "Lists the background jobs of session NAME: id, state, exit status, command.\n";
+  if (sub == "logs")
+    return "usage: nsrun logs NAME JOB [--follow]\n"
+           "\n"
+           "Prints what background job JOB wrote (its last 8 MiB at most); --follow goes\n"
+           "on until the job ends.\n";
+  if (sub == "kill")
+    return "usage: nsrun kill NAME JOB [--signal SIG]\n"
+           "\n"
+           "Sends SIG (default TERM) to background job JOB's process group in session NAME.\n";
   return std::nullopt;
 }
 
@@ -154,7 +186,15 @@ std::string help_index() {
       "topics:\n";
   for (const auto& t : help_topics()) out += fmt::format("  {:<10} {}\n", t.name, t.summary);
   out += "\nsubcommands (each has --help):\n ";
-  for (auto s : subcommands()) out += fmt::format(" {}", s);
+  std::size_t column = 1;
+  for (auto s : subcommands()) {
+    if (column + 1 + s.size() > 80) {
+      out += "\n ";
+      column = 1;
+    }
+    out += fmt::format(" {}", s);
+    column += 1 + s.size();
+  }
   out += "\n\nEvery option: nsrun --help, man nsrun (the same topics under HELP TOPICS).\n";
   return out;
 }

@@ -19,6 +19,7 @@
 #include "cli/layers_cmd.hpp"
 #include "cli/native.hpp"
 #include "cli/settings.hpp"
+#include "cli/session_cmd.hpp"
 #include "launch/ladder.hpp"
 #include "launch/launch.hpp"
 #include "launch/pid1_exec.hpp"
@@ -99,6 +100,15 @@ int main(int argc, char** argv) {
 #endif
   }
   if (!args.empty() && nsrun::is_layers_command(args[0])) return nsrun::layers_main(args);
+  if (nsrun::is_session_command(args[0])) {
+    // `nsrun exec --help`, `nsrun session --help`, `nsrun session start --help`.
+    auto is_help = [](std::string_view a) { return a == "--help" || a == "-h"; };
+    if ((args.size() == 2 && is_help(args[1])) || (args.size() == 3 && args[0] == "session" && is_help(args[2]))) {
+      fmt::print("{}", *nsrun::subcommand_help(args[0]));
+      return 0;
+    }
+    return nsrun::session_main(args);
+  }
   if (!args.empty() && args[0] == "connect") return nsrun::egress::connect_main(std::span(args).subspan(1));
   auto inv = nsrun::parse_native(args, nsrun::read_caller_context());
   if (!inv) return report(inv.error());
@@ -133,6 +143,7 @@ int main(int argc, char** argv) {
       break;
   }
   if (auto r = nsrun::validate(inv->policy, true, inv->mount_options); !r) return report(r.error());
+  if (inv->idle_timeout_ms) return report(nsrun::usage_error("--idle-timeout", "only for nsrun session start"));
   if (auto note = nsrun::workspace_note(inv->policy)) fmt::print(stderr, "{}", *note);
   const int code = nsrun::run(inv->policy);
   // The launch is over (PID 1 reaped, the report written): the process

@@ -395,7 +395,7 @@ std::string native_usage() {
   std::string out =
       "usage: nsrun [OPTIONS] [--] COMMAND [ARG]...\n"
       "       nsrun explain [OPTIONS] [-- COMMAND]   print the plan; run nothing\n"
-      "       nsrun policy|probe|bench|bwrap|connect ..., nsrun help [TOPIC]\n"
+      "       nsrun policy|probe|bench|bwrap|connect|session|exec|jobs|logs|kill ..., nsrun help [TOPIC]\n"
       "       nsrun changes|commit|discard RUN, runs, home   review copy-on-write runs\n"
       "\n"
       "Runs COMMAND in a sandbox: it may read the host's files and write only its\n"

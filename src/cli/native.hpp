@@ -1,6 +1,7 @@
 // The native front end: nsrun's own command line -> Policy.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <span>
@@ -38,6 +39,8 @@ struct Invocation {
   // keys, then the command line (nsrun policy --explain-source).
   std::vector<SettingSource> sources;
   bool explain_source = false;  // nsrun policy --explain-source
+  // --idle-timeout: `nsrun session start` only (docs/sessions.md).
+  std::optional<uint64_t> idle_timeout_ms;
 };
 
 // What the front end reads from the caller's world, passed in so parsing

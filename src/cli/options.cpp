@@ -449,6 +449,14 @@ std::span<const OptionSpec> option_table() {
        .set = limit_value(&Limits::cpu_millis, parse_cores)},
       {.native = {"--timeout", "DURATION", "end the sandbox after DURATION (30s, 500ms, 2m); exit status 124"},
        .arity = 1, .set = limit_value(&Limits::timeout_ms, parse_duration_ms)},
+      {.native = {"--idle-timeout", "DURATION", "nsrun session start: end the session after DURATION without a caller"},
+       .arity = 1,
+       .set = [](OptionCall& c) -> Result<void> {
+         auto v = parse_duration_ms("--idle-timeout", c.values[0]);
+         if (!v) return fail(v.error());
+         c.native->inv.idle_timeout_ms = *v;
+         return {};
+       }},
       {.native = {"--kill-after", "DURATION", "after a timeout, SIGKILL this long after SIGTERM (default 2s)"},
        .arity = 1,
        .set = [](OptionCall& c) -> Result<void> {

@@ -6,6 +6,10 @@
 // attempt starts fresh, so nothing of one rung's try leaks into the next.
 #pragma once
 
+#include <signal.h>
+#include <sys/types.h>
+
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,9 +20,29 @@
 #include "ns/credentials.hpp"
 #include "seccomp/notify.hpp"
 #include "sys/error.hpp"
+#include "sys/fd.hpp"
 #include "sys/timeline.hpp"
 
 namespace nsrun {
+
+struct Attempt;
+struct CommandSetup;
+
+// A session's hooks into the namespace rung (src/session/, docs/
+// sessions.md). Not a rung of the table: a session is this rung's launch
+// with PID 1 in another role (it serves requests instead of starting one
+// command), never an alternative the ladder, `nsrun probe` or `nsrun
+// explain` would try or show, and the Landlock rung refuses it.
+struct SessionHooks {
+  int fd = -1;  // PID 1's end of the session's socket
+  // PID 1, built and confined as for a command, calls it instead of
+  // starting one; it never returns. `keep`: the fds PID 1 holds (locks).
+  void (*serve)(const LaunchSpec& spec, Attempt& a, int channel, const sigset_t& original_mask,
+                const CommandSetup& setup, const std::vector<Fd>& keep) = nullptr;
+  // nsrun, after PID 1's clone and once --network proxy's process is
+  // forked (nothing forks from nsrun after this, so it may start threads).
+  std::function<void(pid_t pid1)> started;
+};
 
 // How one launch on a rung ended.
 struct LaunchOutcome {
@@ -54,6 +78,8 @@ struct Attempt {
   // attempt, of the home's cache-redirect spec (launch/home_fallback.hpp).
   std::optional<LaunchPlan> plan;
   LaunchOutcome outcome;                   // how the attempt ended (the rung's run() fills it)
+  // Set: this attempt is a session's (namespace rung only).
+  std::optional<SessionHooks> session;
 };
 
 // The environment the command gets on this attempt.

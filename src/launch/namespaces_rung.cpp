@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <linux/close_range.h>
+#include <poll.h>
 #include <sched.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -221,6 +222,9 @@ Fd split_off_setup(int channel, const LaunchSpec& p, const Attempt& a, Fd& self_
     if (auto r = set_no_new_privs(); !r) die(channel, r.error());
     if (auto r = load_command_filter(p, a, p.seccomp, false); !r) die(channel, r.error());
   }
+  // A session's PID 1 serves its requests from here, confined as the
+  // command would be (src/session/pid1.cpp); it never returns.
+  if (a.session) a.session->serve(p, a, channel, original_mask, setup, *locks);
   pid1_exec.command_may_ptrace = std::ranges::find(a.keep_caps, CAP_SYS_PTRACE) != a.keep_caps.end();
   const bool reexec = self_exe.valid() && pid1_exec_moment(pid1_exec) == Pid1Exec::after_root;
   Fd release;
@@ -275,6 +279,20 @@ Fd split_off_setup(int channel, const LaunchSpec& p, const Attempt& a, Fd& self_
   (void)set_capabilities({});
   (void)set_no_new_privs();
   ::_exit(wait_forwarding(child));
+}
+
+// A session's proxy is forked at once, before the session's hook starts
+// its control-socket thread: fork() copies only the calling thread, and
+// the proxy would inherit any lock another thread held (malloc's,
+// stdio's). The sandbox sends the listeners before it builds its root, so
+// this waits only for its first steps (or its death, an end of file).
+void wake_proxy_now(egress::Egress& proxy) {
+  for (std::vector<int> fds = proxy.wake_fds(); fds.size() == 1; fds = proxy.wake_fds()) {
+    struct pollfd pfd{fds[0], POLLIN, 0};
+    if (::poll(&pfd, 1, -1) < 0 && errno != EINTR) break;
+  }
+  if (!proxy.wake())
+    fmt::print(stderr, "nsrun: --network proxy: the proxy could not start; the sandbox's connections are refused\n");
 }
 
 }  // namespace
@@ -390,6 +408,7 @@ LaunchOutcome run_namespaces(const LaunchSpec& p, Attempt& a) {
   a.words_fd = -1;
   LaunchOutcome result;
   if (!egress_pair) {
+    if (a.session) a.session->started(child);
     result = supervise(child, channel->parent.get(), p, a, original_mask, "PID 1");
   } else {
     // Started after the clone: the sandbox's processes never inherit the
@@ -406,6 +425,10 @@ LaunchOutcome run_namespaces(const LaunchSpec& p, Attempt& a) {
       if (cgroup) (void)cgroup->remove();
       if (cgroup_v1) (void)cgroup_v1->remove();
       return out;
+    }
+    if (a.session) {
+      wake_proxy_now(**proxy);
+      a.session->started(child);
     }
     result = supervise(child, channel->parent.get(), p, a, original_mask, "PID 1", proxy->get());
     a.egress_decisions = (*proxy)->stop();

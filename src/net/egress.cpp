@@ -1175,8 +1175,12 @@ bool Egress::wake() {
   auto confinement = prepare_proxy_confinement();
   if (!confinement) return give_up();
   // Forked, never cloned with CLONE_VM: the proxy shares no memory with
-  // nsrun after this. nsrun has no other thread here (the reader starts
-  // below), so the child inherits no lock another thread held.
+  // nsrun after this. nsrun has no other thread here, so the child
+  // inherits no lock another thread held: the reader starts below, and a
+  // session's nsrun, which serves its control socket on a thread
+  // (session/host.cpp), wakes its proxy at once, before that thread
+  // starts (launch/namespaces_rung.cpp wake_proxy_now()). Nothing may
+  // call this from a process that runs another thread.
   const pid_t nsrun = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) return give_up();

@@ -95,7 +95,9 @@ int connect_main(std::span<const std::string> args);
 Result<void> send_listeners(int to_nsrun);
 
 // Parent side. The proxy runs in a process of its own, forked from nsrun
-// at the first connection or query and confined (net/confine.hpp): it
+// at the first connection or query (a session's: at once, before the
+// session's thread starts; the fork must come from a process of one
+// thread) and confined (net/confine.hpp): it
 // holds the listeners, the sockets it makes and one control socket to
 // nsrun, over which it sends its decisions. stop() ends it (every
 // connection) and returns the decisions.

@@ -38,6 +38,7 @@ const std::map<std::string, int> rank = {
                       // confined with the seccomp, landlock and ns primitives below it
     {"launch", 5},    // the one owner of a launch: pipeline, ladder, rungs, report
     {"bench", 6},     // `nsrun bench`'s statistics and spawning
+    {"session", 6},   // sessions: PID 1's request loop, the host side's control socket
     {"cli", 7},       // front ends and main
 };
 
