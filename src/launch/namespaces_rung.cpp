@@ -45,17 +45,9 @@ void print_error(const Error& e) { fmt::print(stderr, "nsrun: {}\n", e.message()
 
 // Closes every fd above 2 except the held ones (lock fds) and `also`.
 void close_all_but(const std::vector<Fd>& held, std::initializer_list<int> also) {
-  std::vector<int> keep;
-  for (int fd : also)
-    if (fd >= 0) keep.push_back(fd);
+  std::vector<int> keep(also);
   for (const auto& fd : held) keep.push_back(fd.get());
-  std::sort(keep.begin(), keep.end());
-  unsigned from = 3;
-  for (int fd : keep) {
-    if (static_cast<unsigned>(fd) > from) ::close_range(from, static_cast<unsigned>(fd) - 1, 0);
-    from = static_cast<unsigned>(fd) + 1;
-  }
-  ::close_range(from, ~0U, 0);
+  sys::close_all_but(std::move(keep));
 }
 
 // Whether the command will keep CAP_SYS_PTRACE (asked for and held), known

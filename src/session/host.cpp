@@ -1,7 +1,6 @@
 #include "session/host.hpp"
 
 #include <fcntl.h>
-#include <linux/close_range.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sys/eventfd.h>
@@ -32,6 +31,7 @@
 #include "session/paths.hpp"
 #include "session/pid1.hpp"
 #include "session/wire.hpp"
+#include "sys/syscalls.hpp"
 
 namespace nsrun::session {
 
@@ -680,17 +680,8 @@ int start(const Policy& in, const StartOptions& o) {
     log.reset();
     // Nothing of the caller's but what the launch needs: a pipe of theirs
     // held open here would keep them waiting for its end.
-    {
-      std::vector<int> keep{listener->get(), sockets->get(), jobs->get(), host_end.get(), pid1_end.get(),
-                            ready_write.get(), wake.get()};
-      std::sort(keep.begin(), keep.end());
-      unsigned from = 3;
-      for (int fd : keep) {
-        if (static_cast<unsigned>(fd) > from) ::close_range(from, static_cast<unsigned>(fd) - 1, 0);
-        from = static_cast<unsigned>(fd) + 1;
-      }
-      ::close_range(from, ~0U, 0);
-    }
+    sys::close_all_but({listener->get(), sockets->get(), jobs->get(), host_end.get(), pid1_end.get(), ready_write.get(),
+                        wake.get()});
     static Daemon d;
     d.server.name = o.name;
     d.server.listener = std::move(*listener);

@@ -1,7 +1,6 @@
 #include "session/pid1.hpp"
 
 #include <fcntl.h>
-#include <linux/close_range.h>
 #include <poll.h>
 #include <sched.h>
 #include <sys/mman.h>
@@ -16,22 +15,11 @@
 #include "ns/reaper.hpp"
 #include "session/exec_spec.hpp"
 #include "session/wire.hpp"
+#include "sys/syscalls.hpp"
 
 namespace nsrun::session {
 
 namespace {
-
-// Closes every fd above 2 but those in `keep`.
-void close_all_but(std::vector<int> keep) {
-  std::erase_if(keep, [](int fd) { return fd < 3; });
-  std::sort(keep.begin(), keep.end());
-  unsigned from = 3;
-  for (int fd : keep) {
-    if (static_cast<unsigned>(fd) > from) ::close_range(from, static_cast<unsigned>(fd) - 1, 0);
-    from = static_cast<unsigned>(fd) + 1;
-  }
-  ::close_range(from, ~0U, 0);
-}
 
 struct Pid1;
 
@@ -207,7 +195,7 @@ void serve_in_sandbox(const LaunchSpec& p, Attempt& a, int channel, const sigset
   const int sock = a.session ? a.session->fd : -1;
   std::vector<int> held{sock, channel, a.words_fd, a.last_pid_fd};
   for (const auto& fd : keep) held.push_back(fd.get());
-  close_all_but(held);
+  sys::close_all_but(held);
   // The sandbox's own /dev/null on 0, 1, 2: PID 1 keeps nothing of the
   // caller's stdio (nor of nsrun's log).
   const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);

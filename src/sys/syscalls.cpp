@@ -7,6 +7,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 namespace nsrun::sys {
@@ -80,6 +81,17 @@ int open_tree_attrs(int dfd, const char* path, unsigned flags, uint64_t attr_set
 int openat2(int dfd, const char* path, int flags, unsigned mode, uint64_t resolve) {
   OpenHow how{static_cast<uint64_t>(flags), mode, resolve};
   return static_cast<int>(syscall(SYS_openat2, dfd, path, &how, sizeof how));
+}
+
+void close_all_but(std::vector<int> keep) {
+  std::erase_if(keep, [](int fd) { return fd < 3; });
+  std::sort(keep.begin(), keep.end());
+  unsigned from = 3;
+  for (int fd : keep) {
+    if (static_cast<unsigned>(fd) > from) ::close_range(from, static_cast<unsigned>(fd) - 1, 0);
+    from = static_cast<unsigned>(fd) + 1;
+  }
+  ::close_range(from, ~0U, 0);
 }
 
 }  // namespace nsrun::sys

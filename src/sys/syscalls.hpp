@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <vector>
 
 namespace nsrun::sys {
 
@@ -31,5 +32,9 @@ int openat2(int dfd, const char* path, int flags, unsigned mode, uint64_t resolv
 // by the call that fails, as before;
 // `failed_call` says which ("open_tree" or "mount_setattr").
 int open_tree_attrs(int dfd, const char* path, unsigned flags, uint64_t attr_set, const char** failed_call = nullptr);
+
+// Closes every fd above 2 but those in `keep` (negative entries and 0-2
+// are ignored), in as few close_range() calls as there are gaps.
+void close_all_but(std::vector<int> keep);
 
 }  // namespace nsrun::sys
