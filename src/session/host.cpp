@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
@@ -23,8 +24,11 @@
 #include <fmt/format.h>
 
 #include "launch/attempt.hpp"
+#include "launch/home_fallback.hpp"
 #include "launch/ladder.hpp"
 #include "launch/namespaces_rung.hpp"
+#include "launch/protect_watch.hpp"
+#include "launch/report.hpp"
 #include "launch/spec.hpp"
 #include "layers/dirs.hpp"
 #include "layers/session.hpp"
@@ -113,6 +117,9 @@ class Server {
   uint64_t idle_ms = 0;
   std::string run_id;
   time_t started = 0;
+  // Set before the wake of a launch that is tried again (the home's
+  // overlay refused): the control socket stays for the next attempt.
+  std::atomic<bool> retrying{false};
 
   void run();
 
@@ -438,10 +445,12 @@ void Server::finish(int code) {
     r.set("error", "the session ended");
     send(w.client, r);
   }
-  (void)::unlinkat(sockets_dir.get(), fmt::format("{}.sock", name).c_str(), 0);
+  if (!retrying) (void)::unlinkat(sockets_dir.get(), fmt::format("{}.sock", name).c_str(), 0);
 }
 
 void Server::run() {
+  serving_ = false;
+  stopping_ = false;
   started = ::time(nullptr);
   own_depth_ = pidns_depth(::getpid());
   last_activity_ = now_ms();
@@ -552,12 +561,28 @@ struct Daemon {
                        "nsrun discard {}, after nsrun session stop {})\n",
                d.server.name, layers->run_id(), layers->run_id(), layers->run_id(), layers->run_id(), d.server.name);
   std::fflush(stderr);
+  // As run() does (launch/launch.cpp): --network-log opened before
+  // anything runs (the proxy appends each decision of every exec as it
+  // comes), and the protect guard armed for the session's life.
+  Fd network_log;
+  if (prepared->egress && !policy.egress.log.empty()) {
+    auto log = open_network_log(policy);
+    if (!log) {
+      (void)layers->discard_unused();
+      ::_exit(say(log.error()));
+    }
+    network_log = std::move(*log);
+    prepared->egress->log_fd = network_log.get();
+  }
+  const ProtectWatch protect_watch = watch_protected(policy);
+  if (auto r = arm_protect_guard(*prepared, layers->policy(), held_mounts(protect_watch)); !r) {
+    (void)layers->discard_unused();
+    ::_exit(say(r.error()));
+  }
   // The session's spec, const from here on; what its run learns is the
   // attempt's, with the session's hooks (launch/attempt.hpp).
   const LaunchSpec& spec = *prepared;
-  Attempt attempt(spec);
   SessionHooks hooks;
-  hooks.fd = pid1_end.get();
   hooks.serve = serve_in_sandbox;
   // Called once --network proxy's process is forked: the thread below is
   // the first of this process.
@@ -582,16 +607,54 @@ struct Daemon {
     pthread_attr_destroy(&attr);
     if (!d.thread_started) (void)::syscall(SYS_pidfd_send_signal, d.server.pid1_fd.get(), SIGKILL, nullptr, 0);
   };
-  attempt.session = std::move(hooks);
-  LaunchOutcome out = run_namespaces(spec, attempt);
-  int code = out.exit_code;
-  if (d.thread_started) {
+  auto launch = [&](const LaunchSpec& s) {
+    Attempt attempt(s);
+    SessionHooks h = hooks;
+    h.fd = pid1_end.get();
+    attempt.session = std::move(h);
+    return run_namespaces(s, attempt);
+  };
+  // The launch is over (PID 1 reaped): the serving thread ends.
+  auto end_thread = [&](int code, bool retry) {
+    if (!d.thread_started) return;
+    d.server.retrying = retry;
     const uint64_t value = static_cast<uint64_t>(code) + 1;
     (void)!::write(d.server.wake.get(), &value, sizeof value);
     ::pthread_join(d.thread, nullptr);
+    d.thread_started = false;
+  };
+  LaunchOutcome out = launch(spec);
+  // The home's overlay refused by this kernel or file system, before the
+  // command ran: the same rung again with the caches redirected, as the
+  // ladder does for a launch (launch/home_fallback.hpp).
+  std::optional<LaunchSpec> redirected;
+  if (!out.command_started && out.error && home_overlay_refused(*out.error, spec.plan, layers->policy())) {
+    end_thread(out.exit_code, true);
+    const std::string why = fmt::format("no overlay for the home here ({}: {})", reason::overlay_unavailable,
+                                        out.error->message());
+    auto again = cache_redirect_spec(spec, layers->policy(), why);
+    int pair[2];
+    if (!again) {
+      out = LaunchOutcome{};
+      out.error = again.error();
+    } else if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
+      out = LaunchOutcome{};
+      out.error = sys_error(Operation::socketpair);
+    } else {
+      d.server.to_pid1 = Fd(pair[0]);
+      pid1_end = Fd(pair[1]);
+      redirected = std::move(*again);
+      out = launch(*redirected);
+    }
   }
+  int code = out.exit_code;
+  end_thread(code, false);
   layers->mark_ended();
   layers->close();
+  // What a launch says after its run: the protected paths left behind,
+  // the git material the session made or changed, quarantined.
+  LaunchReport report;
+  report_protected(protect_watch, policy, report, out.error);
   if (!out.command_started) {
     if (out.error) {
       code = say(*out.error);
