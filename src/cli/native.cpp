@@ -371,6 +371,27 @@ Result<Invocation> parse_native(std::span<const std::string> args, const CallerC
         }
         p.hidden_paths.push_back(real);
         if (p.settings_copy && copy) p.settings_copies.push_back({real, std::move(copy->text)});
+        // The files it includes, and theirs: hidden whole (at most 16).
+        std::vector<std::pair<std::string, std::string>> includes;  // (as written, the includer's real path)
+        if (text)
+          for (auto& i : git_config_includes(*text)) includes.emplace_back(std::move(i), real);
+        for (std::size_t n = 0; n < includes.size() && n < 16; ++n) {
+          const auto [written, from] = includes[n];
+          std::string target;
+          if (written.starts_with("~/") && ctx.socket_env.home.starts_with('/'))
+            target = ctx.socket_env.home + written.substr(1);
+          else if (written.starts_with('/'))
+            target = written;
+          else if (!written.starts_with('~'))
+            target = from.substr(0, from.find_last_of('/') + 1) + written;
+          if (target.empty()) continue;
+          auto inc = ctx.lookup(target);
+          if (!inc || inc->dir) continue;
+          if (std::find(p.hidden_paths.begin(), p.hidden_paths.end(), inc->real) != p.hidden_paths.end()) continue;
+          p.hidden_paths.push_back(inc->real);
+          if (auto inner = ctx.read_settings(inc->real))
+            for (auto& i : git_config_includes(*inner)) includes.emplace_back(std::move(i), inc->real);
+        }
       }
     }
   }

@@ -169,6 +169,14 @@ std::string git_config_secret(const ConfigEntry& e) {
   return "";
 }
 
+std::vector<std::string> git_config_includes(std::string_view text) {
+  std::vector<std::string> out;
+  for (auto& e : parse_git_config(text).entries)
+    if ((e.section == "include" || e.section == "includeif") && e.name == "path" && e.value && !e.value->empty())
+      out.push_back(std::move(*e.value));
+  return out;
+}
+
 std::optional<SettingsCopyText> git_config_copy(std::string_view text) {
   ConfigParse parsed = parse_git_config(text);
   if (!parsed.error.empty()) {

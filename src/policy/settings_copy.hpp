@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "policy/gitconfig.hpp"
 
@@ -52,6 +53,12 @@ std::string git_config_secret(const ConfigEntry& e);
 // A file the parser refuses (a NUL byte, a line it cannot read plainly,
 // more than max_config_bytes) keeps nothing.
 std::optional<SettingsCopyText> git_config_copy(std::string_view text);
+
+// The files a git config's include.path and includeIf.*.path name, as
+// written (git reads "~/" as $HOME, a relative one beside the file).
+// They are left out of the copy, and the front end hides each whole
+// (and what each of them includes), so none is read by another path.
+std::vector<std::string> git_config_includes(std::string_view text);
 
 // The largest file copied; a larger one stays hidden whole.
 inline constexpr std::size_t settings_copy_max = 256 * 1024;
