@@ -104,3 +104,10 @@ TEST_CASE("git config copy: what is left out is said, by key", "[settings-copy]"
   CHECK_FALSE(git_config_secret(entry("includeif", "onbranch:x", "path", "x")).empty());
   CHECK_FALSE(git_config_secret(entry("url", "https://tok@github.com/", "insteadof", "https://github.com/")).empty());
 }
+
+TEST_CASE("git config copy: the files its includes name are found, as written", "[settings-copy]") {
+  const auto inc = git_config_includes("[include]\n\tpath = a.inc\n[includeIf \"gitdir:~/w/\"]\n\tPATH = ~/b.inc\n"
+                                       "[user]\n\tpath = not-an-include\n[include]\n\tpath\n");
+  CHECK(inc == std::vector<std::string>{"a.inc", "~/b.inc"});
+  CHECK(git_config_includes("[include\n\tpath = x\n").empty());
+}
