@@ -350,7 +350,12 @@ Result<Invocation> parse_native(std::span<const std::string> args, const CallerC
         for (const char* rel : {"/.gitconfig", "/.config/git/config"})
           git_configs.push_back((home == "/" ? std::string() : home) + rel);
       if (ctx.xdg_config_home.starts_with('/')) git_configs.push_back(ctx.xdg_config_home + "/git/config");
-      for (const auto& g : git_configs) {
+      // Each file, then the files its includes name (at most 16 of those),
+      // by the same rule: an include names a path, not a secret.
+      std::size_t included = 0;
+      std::vector<std::string> seen;  // real paths looked at
+      for (std::size_t n = 0; n < git_configs.size(); ++n) {
+        const std::string g = git_configs[n];
         auto found = ctx.lookup(g);
         if (!found || found->dir) continue;
         const std::string& real = found->real;
@@ -363,7 +368,23 @@ Result<Invocation> parse_native(std::span<const std::string> args, const CallerC
               return h == real || (h.ends_with('/') && real.starts_with(h));
             }))
           continue;
+        if (std::find(seen.begin(), seen.end(), real) != seen.end()) continue;
+        seen.push_back(real);
         auto text = ctx.read_settings(real);
+        if (text)
+          for (auto& written : git_config_includes(*text)) {
+            if (included == 16) break;
+            std::string target;
+            if (written.starts_with("~/") && ctx.socket_env.home.starts_with('/'))
+              target = ctx.socket_env.home + written.substr(1);
+            else if (written.starts_with('/'))
+              target = written;
+            else if (!written.starts_with('~'))
+              target = real.substr(0, real.find_last_of('/') + 1) + written;
+            if (target.empty()) continue;
+            ++included;
+            git_configs.push_back(std::move(target));
+          }
         std::optional<SettingsCopyText> copy;
         if (text) {
           copy = git_config_copy(*text);
@@ -371,27 +392,6 @@ Result<Invocation> parse_native(std::span<const std::string> args, const CallerC
         }
         p.hidden_paths.push_back(real);
         if (p.settings_copy && copy) p.settings_copies.push_back({real, std::move(copy->text)});
-        // The files it includes, and theirs: hidden whole (at most 16).
-        std::vector<std::pair<std::string, std::string>> includes;  // (as written, the includer's real path)
-        if (text)
-          for (auto& i : git_config_includes(*text)) includes.emplace_back(std::move(i), real);
-        for (std::size_t n = 0; n < includes.size() && n < 16; ++n) {
-          const auto [written, from] = includes[n];
-          std::string target;
-          if (written.starts_with("~/") && ctx.socket_env.home.starts_with('/'))
-            target = ctx.socket_env.home + written.substr(1);
-          else if (written.starts_with('/'))
-            target = written;
-          else if (!written.starts_with('~'))
-            target = from.substr(0, from.find_last_of('/') + 1) + written;
-          if (target.empty()) continue;
-          auto inc = ctx.lookup(target);
-          if (!inc || inc->dir) continue;
-          if (std::find(p.hidden_paths.begin(), p.hidden_paths.end(), inc->real) != p.hidden_paths.end()) continue;
-          p.hidden_paths.push_back(inc->real);
-          if (auto inner = ctx.read_settings(inc->real))
-            for (auto& i : git_config_includes(*inner)) includes.emplace_back(std::move(i), inc->real);
-        }
       }
     }
   }

@@ -146,12 +146,49 @@ bool git_secret_userinfo(std::string_view s) {
   return false;
 }
 
+// `helper = store`, `cache --timeout 900`, `manager`, `osxkeychain`,
+// `libsecret`, ... or empty (which resets the list): nothing that could
+// hold a secret. Anything else (`!shell code`, a program with arguments of
+// its own) could.
+bool plain_credential_helper(std::string_view value) {
+  static constexpr std::array<std::string_view, 11> helpers{
+      "store", "cache", "manager", "manager-core", "osxkeychain", "libsecret", "wincred", "gnome-keyring",
+      "netrc", "oauth", "cache-daemon"};
+  static constexpr std::array<std::string_view, 3> options{"--file", "--timeout", "--socket"};
+  std::vector<std::string_view> words;
+  for (std::size_t at = 0; at < value.size();) {
+    const std::size_t start = value.find_first_not_of(" \t", at);
+    if (start == std::string_view::npos) break;
+    const std::size_t end = std::min(value.find_first_of(" \t", start), value.size());
+    words.push_back(value.substr(start, end - start));
+    at = end;
+  }
+  if (words.empty()) return true;
+  if (std::find(helpers.begin(), helpers.end(), words[0]) == helpers.end()) return false;
+  for (std::size_t i = 1; i < words.size(); ++i) {
+    const std::string_view w = words[i];
+    const std::string_view name = w.substr(0, w.find('='));
+    if (std::find(options.begin(), options.end(), name) == options.end()) return false;
+    // `--file PATH` / `--timeout N`: the next word is the option's value.
+    if (name.size() == w.size()) ++i;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string git_config_secret(const ConfigEntry& e) {
-  if (e.section == "credential") return "credential.*: a helper can print a password, a username names the account";
-  if (e.section == "include" || e.section == "includeif")
-    return "include.*, includeIf.*: another file, loaded unfiltered";
+  if (e.section == "credential") {
+    // A user name is not a secret; a helper is one of git's own or a
+    // keyring's, with only its known options, or it is shell code or a
+    // program whose arguments may carry a token.
+    if (e.name == "username") return "";
+    if (e.name == "helper" && e.value && plain_credential_helper(*e.value)) return "";
+    return "credential.*: a helper that is not one of the plain ones can print a password";
+  }
+  // An include names a path, not a secret: the file it names is looked at
+  // by the same rule.
+  if (e.section == "include" || e.section == "includeif") return "";
   static constexpr std::array<std::string_view, 12> name_fragments{
       "token", "pass", "secret", "auth", "cred", "cookie", "key", "user", "header", "cert", "otp", "private"};
   const bool signing_key = e.section == "user" && e.name == "signingkey";
