@@ -128,6 +128,9 @@ std::string protection_lines(const Policy& policy) {
     out += "  (the default set, with reasons:";
     for (const auto& d : default_credentials()) out += fmt::format(" ~/{}: {};", d.path, d.why);
     out += ")\n";
+    out += "  (git's config files, ~/.gitconfig, ~/.config/git/config and $XDG_CONFIG_HOME/git/config, are "
+           "listed only when an entry could hold a secret: credential.*, include.*, a token, a password, a URL "
+           "with a user or password; docs/hardening.md)\n";
   }
   return out;
 }

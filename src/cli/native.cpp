@@ -19,6 +19,7 @@
 #include "cli/options.hpp"
 #include "cli/settings.hpp"
 #include "policy/cow.hpp"
+#include "policy/paths.hpp"
 #include "policy/protect.hpp"
 #include "policy/settings_copy.hpp"
 #include "probe/backend.hpp"
@@ -340,6 +341,59 @@ Result<Invocation> parse_native(std::span<const std::string> args, const CallerC
         auto copy = settings_copy(std::string_view(h).substr(h.find_last_of('/') + 1), *text);
         if (copy) p.settings_copies.push_back({h, std::move(copy->text)});
       }
+    // git's own config files are settings: hidden (and copied) only when
+    // an entry could hold a secret (policy/settings_copy.hpp). One that
+    // cannot be read for a look (not a regular file, too big) is hidden.
+    if (p.hide_defaults && ctx.read_settings) {
+      std::vector<std::string> git_configs;
+      for (const auto& home : homes)
+        for (const char* rel : {"/.gitconfig", "/.config/git/config"})
+          git_configs.push_back((home == "/" ? std::string() : home) + rel);
+      if (ctx.xdg_config_home.starts_with('/')) git_configs.push_back(ctx.xdg_config_home + "/git/config");
+      // Each file, then the files its includes name (at most 16 of those),
+      // by the same rule: an include names a path, not a secret.
+      std::size_t included = 0;
+      std::vector<std::string> seen;  // real paths looked at
+      for (std::size_t n = 0; n < git_configs.size(); ++n) {
+        const std::string g = git_configs[n];
+        auto found = ctx.lookup(g);
+        if (!found || found->dir) continue;
+        const std::string& real = found->real;
+        auto covers = [&](const std::string& a) {
+          auto af = ctx.lookup(a);
+          return at_or_below(g, a) || at_or_below(real, a) || (af && at_or_below(real, af->real));
+        };
+        if (std::any_of(p.allow_read.begin(), p.allow_read.end(), covers)) continue;
+        if (std::any_of(p.hidden_paths.begin(), p.hidden_paths.end(), [&](const std::string& h) {
+              return h == real || (h.ends_with('/') && real.starts_with(h));
+            }))
+          continue;
+        if (std::find(seen.begin(), seen.end(), real) != seen.end()) continue;
+        seen.push_back(real);
+        auto text = ctx.read_settings(real);
+        if (text)
+          for (auto& written : git_config_includes(*text)) {
+            if (included == 16) break;
+            std::string target;
+            if (written.starts_with("~/") && ctx.socket_env.home.starts_with('/'))
+              target = ctx.socket_env.home + written.substr(1);
+            else if (written.starts_with('/'))
+              target = written;
+            else if (!written.starts_with('~'))
+              target = real.substr(0, real.find_last_of('/') + 1) + written;
+            if (target.empty()) continue;
+            ++included;
+            git_configs.push_back(std::move(target));
+          }
+        std::optional<SettingsCopyText> copy;
+        if (text) {
+          copy = git_config_copy(*text);
+          if (!copy) continue;
+        }
+        p.hidden_paths.push_back(real);
+        if (p.settings_copy && copy) p.settings_copies.push_back({real, std::move(copy->text)});
+      }
+    }
   }
   // Where git really takes hooks and config from in each writable root
   // (core.hooksPath, a .git file's gitdir, submodules): protected with the

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <span>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -107,6 +109,128 @@ std::optional<SettingsCopyText> settings_copy(std::string_view file_name, std::s
   }
   out.text = fmt::format("; a copy by nsrun: {} line{} that could hold a credential left out\n{}", out.dropped,
                          out.dropped == 1 ? "" : "s", kept);
+  return out;
+}
+
+namespace {
+
+bool contains_any(std::string_view s, std::span<const std::string_view> fragments) {
+  const std::string l = lower(s);
+  return std::any_of(fragments.begin(), fragments.end(),
+                     [&](std::string_view f) { return l.find(f) != std::string::npos; });
+}
+
+// A URL whose userinfo has a password, or a user on anything but ssh (a
+// token is often the user alone: https://ghp_x@github.com/); or an
+// scp-like `user:pass@host`.
+bool git_secret_userinfo(std::string_view s) {
+  for (std::size_t at = s.find("://"); at != std::string_view::npos; at = s.find("://", at + 3)) {
+    const std::string_view rest = s.substr(at + 3);
+    const std::string_view authority = rest.substr(0, rest.find_first_of("/?# \t"));
+    const std::size_t userinfo_end = authority.rfind('@');
+    if (userinfo_end == std::string_view::npos) continue;
+    if (authority.substr(0, userinfo_end).find(':') != std::string_view::npos) return true;
+    std::size_t scheme_start = at;
+    while (scheme_start > 0 && (std::isalnum(static_cast<unsigned char>(s[scheme_start - 1])) != 0 ||
+                                s[scheme_start - 1] == '+' || s[scheme_start - 1] == '-' || s[scheme_start - 1] == '.'))
+      --scheme_start;
+    const std::string scheme = lower(s.substr(scheme_start, at - scheme_start));
+    if (scheme != "ssh" && scheme != "git+ssh" && scheme != "ssh+git") return true;
+  }
+  // user:pass@host with no scheme: a ':' in the word before an '@'.
+  for (std::size_t at = s.find('@'); at != std::string_view::npos; at = s.find('@', at + 1)) {
+    const std::size_t word = s.find_last_of(" \t/\"'=", at);
+    const std::string_view before = s.substr(word == std::string_view::npos ? 0 : word + 1, at - (word == std::string_view::npos ? 0 : word + 1));
+    if (before.find(':') != std::string_view::npos) return true;
+  }
+  return false;
+}
+
+// `helper = store`, `cache --timeout 900`, `manager`, `osxkeychain`,
+// `libsecret`, ... or empty (which resets the list): nothing that could
+// hold a secret. Anything else (`!shell code`, a program with arguments of
+// its own) could.
+bool plain_credential_helper(std::string_view value) {
+  static constexpr std::array<std::string_view, 11> helpers{
+      "store", "cache", "manager", "manager-core", "osxkeychain", "libsecret", "wincred", "gnome-keyring",
+      "netrc", "oauth", "cache-daemon"};
+  static constexpr std::array<std::string_view, 3> options{"--file", "--timeout", "--socket"};
+  std::vector<std::string_view> words;
+  for (std::size_t at = 0; at < value.size();) {
+    const std::size_t start = value.find_first_not_of(" \t", at);
+    if (start == std::string_view::npos) break;
+    const std::size_t end = std::min(value.find_first_of(" \t", start), value.size());
+    words.push_back(value.substr(start, end - start));
+    at = end;
+  }
+  if (words.empty()) return true;
+  if (std::find(helpers.begin(), helpers.end(), words[0]) == helpers.end()) return false;
+  for (std::size_t i = 1; i < words.size(); ++i) {
+    const std::string_view w = words[i];
+    const std::string_view name = w.substr(0, w.find('='));
+    if (std::find(options.begin(), options.end(), name) == options.end()) return false;
+    // `--file PATH` / `--timeout N`: the next word is the option's value.
+    if (name.size() == w.size()) ++i;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string git_config_secret(const ConfigEntry& e) {
+  if (e.section == "credential") {
+    // A user name is not a secret; a helper is one of git's own or a
+    // keyring's, with only its known options, or it is shell code or a
+    // program whose arguments may carry a token.
+    if (e.name == "username") return "";
+    if (e.name == "helper" && e.value && plain_credential_helper(*e.value)) return "";
+    return "credential.*: a helper that is not one of the plain ones can print a password";
+  }
+  // An include names a path, not a secret: the file it names is looked at
+  // by the same rule.
+  if (e.section == "include" || e.section == "includeif") return "";
+  static constexpr std::array<std::string_view, 12> name_fragments{
+      "token", "pass", "secret", "auth", "cred", "cookie", "key", "user", "header", "cert", "otp", "private"};
+  const bool signing_key = e.section == "user" && e.name == "signingkey";
+  if (!signing_key && contains_any(e.name, name_fragments))
+    return "a key whose name could hold a secret (token, pass, auth, key, user, header, ...)";
+  if (e.has_subsection && git_secret_userinfo(e.subsection)) return "a subsection with a URL holding a password or user";
+  if (e.value) {
+    if (git_secret_userinfo(*e.value)) return "a URL with a password or user";
+    static constexpr std::array<std::string_view, 20> value_fragments{
+        "password", "passwd",  "passphrase", "sshpass", "token",  "secret", "authorization",
+        "bearer",   "ghp_",    "gho_",       "ghu_",    "ghs_",   "ghr_",   "github_pat_",
+        "glpat-",   "xoxb-",   "xoxp-",      "npm_",    "pypi-",  "akia"};
+    if (contains_any(*e.value, value_fragments)) return "a value naming a password, token, secret or header";
+  }
+  return "";
+}
+
+std::vector<std::string> git_config_includes(std::string_view text) {
+  std::vector<std::string> out;
+  for (auto& e : parse_git_config(text).entries)
+    if ((e.section == "include" || e.section == "includeif") && e.name == "path" && e.value && !e.value->empty())
+      out.push_back(std::move(*e.value));
+  return out;
+}
+
+std::optional<SettingsCopyText> git_config_copy(std::string_view text) {
+  ConfigParse parsed = parse_git_config(text);
+  if (!parsed.error.empty()) {
+    SettingsCopyText out;
+    out.dropped = 1;
+    out.text = "# a copy by nsrun: the file could not be read plainly, so none of it is kept\n";
+    return out;
+  }
+  SettingsCopyText out;
+  std::vector<ConfigEntry> kept;
+  for (auto& e : parsed.entries) {
+    if (git_config_secret(e).empty()) kept.push_back(std::move(e));
+    else ++out.dropped;
+  }
+  if (out.dropped == 0) return std::nullopt;
+  out.text = fmt::format("# a copy by nsrun: {} entr{} that could hold a credential left out\n{}", out.dropped,
+                         out.dropped == 1 ? "y" : "ies", serialize(kept));
   return out;
 }
 
