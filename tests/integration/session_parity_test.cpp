@@ -5,6 +5,7 @@
 // home's overlay the session starts with the caches redirected, as a
 // launch does. Each asserts what the host sees.
 #include "harness.hpp"
+#include "session_support.hpp"
 
 #include <catch2/catch_test_macros.hpp>
 
@@ -15,45 +16,6 @@
 #include <vector>
 
 using namespace nsrun_test;
-
-namespace {
-
-struct Session {
-  TempDir dirs{"parity-dirs"};
-  TempDir ws{"parity-ws"};
-  std::string name = unique_token("p");
-
-  Session() {
-    make_dir(dirs / "run", 0700);
-    make_dir(dirs / "state", 0700);
-    make_dir(dirs / "home", 0755);
-  }
-  ~Session() { (void)run_nsrun({"session", "stop", name}); }
-
-  RunOptions options() const {
-    RunOptions o = at(ws);
-    o.env = {"XDG_RUNTIME_DIR=" + dirs / "run", "XDG_STATE_HOME=" + dirs / "state", "HOME=" + dirs / "home"};
-    return o;
-  }
-  RunResult run_nsrun(std::vector<std::string> args) const { return nsrun(args, options()); }
-  RunResult start(std::vector<std::string> extra = {}) const {
-    std::vector<std::string> args{"session", "start", name, "--idle-timeout", "60s"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    return run_nsrun(args);
-  }
-  RunResult exec(std::vector<std::string> command) const {
-    std::vector<std::string> args{"exec", name, "--"};
-    args.insert(args.end(), command.begin(), command.end());
-    return run_nsrun(args);
-  }
-};
-
-void require_started(const RunResult& r) {
-  INFO(r.err);
-  REQUIRE(r.exit_code == 0);
-}
-
-}  // namespace
 
 TEST_CASE("session: a rename onto a protected .git/config reads EROFS in every exec, as in a launch; the host's "
           "file is unchanged",

@@ -7,6 +7,7 @@
 // process outside the sandbox's PID namespace), and every thread of that
 // nsrun was made after it (pids and thread ids come from one counter).
 #include "harness.hpp"
+#include "session_support.hpp"
 
 #include <catch2/catch_test_macros.hpp>
 #include <fmt/format.h>
@@ -22,31 +23,6 @@ using namespace nsrun_test;
 
 namespace {
 
-struct ProxySession {
-  TempDir dirs{"session-proxy-dirs"};
-  TempDir ws{"session-proxy-ws"};
-  std::string name = unique_token("sp");
-
-  ProxySession() {
-    make_dir(dirs / "run", 0700);
-    make_dir(dirs / "state", 0700);
-    make_dir(dirs / "home", 0755);
-  }
-  ~ProxySession() { (void)run_nsrun({"session", "stop", name}); }
-
-  RunResult run_nsrun(const std::vector<std::string>& args) const {
-    RunOptions o = at(ws);
-    o.env = {"XDG_RUNTIME_DIR=" + dirs / "run", "XDG_STATE_HOME=" + dirs / "state", "HOME=" + dirs / "home"};
-    return nsrun(args, o);
-  }
-  pid_t host_pid() const {
-    RunResult r = run_nsrun({"session", "list", "--json"});
-    REQUIRE(r.exit_code == 0);
-    const auto at = r.out.find("\"pid\":");
-    REQUIRE(at != std::string::npos);
-    return static_cast<pid_t>(std::stol(r.out.substr(at + 6)));
-  }
-};
 
 std::vector<pid_t> numbers(const std::string& text) {
   std::vector<pid_t> out;
@@ -75,7 +51,7 @@ std::vector<pid_t> host_children(pid_t pid) {
 TEST_CASE("session: --network proxy's process is forked before the session's thread starts", "[session]") {
   require_userns();
   SECTION("with --network proxy") {
-    ProxySession s;
+    Session s;
     RunResult started = s.run_nsrun({"session", "start", s.name, "--idle-timeout", "60s", "--network", "proxy",
                                      "--allow-host", "allowed.test"});
     INFO(started.err);
@@ -93,7 +69,7 @@ TEST_CASE("session: --network proxy's process is forked before the session's thr
     // for every exec).
   }
   SECTION("without it: no process but PID 1") {
-    ProxySession s;
+    Session s;
     RunResult started = s.run_nsrun({"session", "start", s.name, "--idle-timeout", "60s"});
     INFO(started.err);
     REQUIRE(started.exit_code == 0);
