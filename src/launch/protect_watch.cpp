@@ -18,9 +18,9 @@ namespace nsrun {
 
 ProtectWatch watch_protected(const Policy& policy) {
   ProtectWatch w;
-  w.before = scan_protected(policy);
   w.roots = writable_roots(policy);
   w.set = protected_paths(policy);
+  w.before = scan_protected(policy, w.roots, w.set);
   if (std::find(w.set.begin(), w.set.end(), ".git/config") == w.set.end()) return w;
   // File times come from the coarse clock, never behind it: a file made
   // or changed from now on has a ctime at or after this instant. A file

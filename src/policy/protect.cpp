@@ -298,10 +298,16 @@ Result<ProtectWalk> ProtectWalker::walk(int root, std::string_view rel, DirPinne
 }
 
 std::vector<ProtectedPathState> scan_protected(const Policy& p) {
-  std::vector<ProtectedPathState> out;
   const std::vector<std::string> set = protected_paths(p);
+  if (set.empty()) return {};
+  return scan_protected(p, writable_roots(p), set);
+}
+
+std::vector<ProtectedPathState> scan_protected(const Policy& p, const std::vector<std::string>& roots,
+                                               const std::vector<std::string>& set) {
+  std::vector<ProtectedPathState> out;
   if (set.empty()) return out;
-  for (const auto& root : writable_roots(p)) {
+  for (const auto& root : roots) {
     Fd top(sys::openat2(AT_FDCWD, root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC, 0, RESOLVE_NO_SYMLINKS));
     ProtectWalker walker;
     for (const auto& rel : held_in_root(p, root, set)) {

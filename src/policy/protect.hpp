@@ -163,6 +163,11 @@ struct ProtectedPathState {
 // for each protected path of each writable root of `policy`
 // (workspace-write mode only; nothing otherwise).
 std::vector<ProtectedPathState> scan_protected(const Policy& policy);
+// The same scan for `roots` and `set` the caller has already computed
+// (writable_roots(policy), protected_paths(policy)): a launch keeps both
+// beside the scan and computes each once.
+std::vector<ProtectedPathState> scan_protected(const Policy& policy, const std::vector<std::string>& roots,
+                                               const std::vector<std::string>& set);
 
 // Looks again at the entries of `before` (a scan_protected() answer) that
 // were not kept, and only at those: the others are held by mounts (or
