@@ -13,6 +13,7 @@
 
 #include "launch/rung.hpp"
 #include "policy/json.hpp"
+#include "sys/namespaces.hpp"
 #include "sys/syscalls.hpp"
 
 namespace nsrun {
@@ -129,15 +130,14 @@ std::string classify_namespace_failure(const Error& e, ProcMode proc) {
 }
 
 std::string diagnose_clone(uint64_t flags, const std::function<int(uint64_t)>& attempt) {
-  static constexpr std::pair<uint64_t, std::string_view> each[] = {
-      {CLONE_NEWNS, reason::mntns_denied},   {CLONE_NEWPID, reason::pidns_denied},
-      {CLONE_NEWNET, reason::netns_denied},  {CLONE_NEWIPC, reason::ipcns_denied},
-      {CLONE_NEWUTS, reason::utsns_denied},  {CLONE_NEWCGROUP, reason::cgroupns_denied},
-  };
+  // The user namespace alone first (every other one is tried inside it),
+  // then the mount namespace, then the rest in table order.
   const uint64_t user = flags & CLONE_NEWUSER;
   if (user != 0 && attempt(user) != 0) return std::string(reason::userns_denied);
-  for (const auto& [bit, code] : each)
-    if ((flags & bit) != 0 && attempt(user | bit) != 0) return std::string(code);
+  const auto denied = [&](const NamespaceKind& k) { return (flags & k.clone_flag) != 0 && attempt(user | k.clone_flag) != 0; };
+  if (const NamespaceKind* mnt = namespace_kind(CLONE_NEWNS); denied(*mnt)) return std::string(mnt->denied);
+  for (const NamespaceKind& k : namespace_kinds)
+    if (k.clone_flag != CLONE_NEWUSER && k.clone_flag != CLONE_NEWNS && denied(k)) return std::string(k.denied);
   // Each alone works; together they do not (a limit reached in between).
   return std::string(reason::ns_denied);
 }

@@ -16,6 +16,7 @@
 #include "policy/protect.hpp"
 #include "probe/backend.hpp"
 #include "sys/flags.hpp"
+#include "sys/namespaces.hpp"
 
 namespace nsrun {
 
@@ -516,12 +517,9 @@ void collapse_duplicates(std::vector<MountStep>& steps) {
 Result<LaunchPlan> make_plan(const Policy& p, const HostFacts& host) {
   LaunchPlan plan;
   uint64_t flags = CLONE_NEWNS;
-  if (p.ns.user) flags |= CLONE_NEWUSER;
-  if (p.ns.pid) flags |= CLONE_NEWPID;
-  if (p.ns.net || p.network != Network::share) flags |= CLONE_NEWNET;
-  if (p.ns.ipc) flags |= CLONE_NEWIPC;
-  if (p.ns.uts) flags |= CLONE_NEWUTS;
-  if (p.ns.cgroup) flags |= CLONE_NEWCGROUP;
+  for (const auto& k : namespace_kinds)
+    if (k.in_policy && p.ns.*namespace_field(k.clone_flag)) flags |= k.clone_flag;
+  if (p.network != Network::share) flags |= CLONE_NEWNET;
   plan.clone_flags = flags;
 
   plan.id_maps = p.ns.user;

@@ -1,12 +1,15 @@
 #include "ns/status.hpp"
 
 #include "sys/io.hpp"
+#include "sys/namespaces.hpp"
 
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdlib>
 
@@ -15,13 +18,16 @@
 namespace nsrun {
 
 NamespaceIds namespace_ids(std::string_view who, uint64_t clone_flags) {
-  static constexpr std::pair<uint64_t, const char*> kinds[] = {
-      {CLONE_NEWCGROUP, "cgroup"}, {CLONE_NEWIPC, "ipc"}, {CLONE_NEWNS, "mnt"},
-      {CLONE_NEWNET, "net"},       {CLONE_NEWPID, "pid"}, {CLONE_NEWUTS, "uts"},
-  };
+  // By link name, as /proc/PID/ns lists them; the user namespace is not
+  // among them.
+  static constexpr auto kinds = [] {
+    std::array<NamespaceKind, namespace_kinds.size()> sorted = namespace_kinds;
+    std::ranges::sort(sorted, {}, &NamespaceKind::name);
+    return sorted;
+  }();
   NamespaceIds out;
-  for (const auto& [flag, ns] : kinds) {
-    if ((clone_flags & flag) == 0) continue;
+  for (const auto& [flag, ns, flag_name, denied, in_policy] : kinds) {
+    if (flag == CLONE_NEWUSER || (clone_flags & flag) == 0) continue;
     struct stat st{};
     if (::stat(fmt::format("/proc/{}/ns/{}", who, ns).c_str(), &st) != 0) continue;
     out.emplace_back(fmt::format("{}-namespace", ns), static_cast<uint64_t>(st.st_ino));

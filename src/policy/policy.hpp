@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "policy/limits.hpp"
+#include "sys/namespaces.hpp"
 #include "policy/cow.hpp"
 
 namespace nsrun {
@@ -77,6 +78,20 @@ struct Namespaces {
 
   bool operator==(const Namespaces&) const = default;
 };
+
+// The Namespaces field for a row of namespace_kinds (sys/namespaces.hpp),
+// or nullptr for the mount namespace, which is always made.
+constexpr bool Namespaces::*namespace_field(uint64_t clone_flag) {
+  switch (clone_flag) {
+    case CLONE_NEWUSER: return &Namespaces::user;
+    case CLONE_NEWPID: return &Namespaces::pid;
+    case CLONE_NEWNET: return &Namespaces::net;
+    case CLONE_NEWIPC: return &Namespaces::ipc;
+    case CLONE_NEWUTS: return &Namespaces::uts;
+    case CLONE_NEWCGROUP: return &Namespaces::cgroup;
+    default: return nullptr;
+  }
+}
 
 // One change to the inherited environment, applied in order.
 struct EnvOp {

@@ -290,12 +290,12 @@ auto list_into(std::vector<T> Policy::*member, Result<T> (*item)(const Value&, c
 }
 
 const Readers<Namespaces>& namespace_readers() {
-  static const Readers<Namespaces> readers = {
-      {"user", bool_into(&Namespaces::user)},     {"pid", bool_into(&Namespaces::pid)},
-      {"net", bool_into(&Namespaces::net)},
-      {"ipc", bool_into(&Namespaces::ipc)},       {"uts", bool_into(&Namespaces::uts)},
-      {"cgroup", bool_into(&Namespaces::cgroup)},
-  };
+  static const Readers<Namespaces> readers = [] {
+    Readers<Namespaces> out;
+    for (const auto& k : namespace_kinds)
+      if (k.in_policy) out.emplace_back(k.name, bool_into(namespace_field(k.clone_flag)));
+    return out;
+  }();
   return readers;
 }
 
@@ -418,12 +418,8 @@ json::Value to_json(const Policy& p) {
   for (const auto& m : p.mounts) mounts.push_back(mount_to_json(m));
   out.set("mounts", std::move(mounts));
   Value ns = Value::object();
-  ns.set("user", p.ns.user);
-  ns.set("pid", p.ns.pid);
-  ns.set("net", p.ns.net);
-  ns.set("ipc", p.ns.ipc);
-  ns.set("uts", p.ns.uts);
-  ns.set("cgroup", p.ns.cgroup);
+  for (const auto& k : namespace_kinds)
+    if (k.in_policy) ns.set(k.name, p.ns.*namespace_field(k.clone_flag));
   out.set("namespaces", std::move(ns));
   out.set("uid", p.uid ? Value(*p.uid) : Value());
   out.set("gid", p.gid ? Value(*p.gid) : Value());

@@ -1,14 +1,18 @@
 #include "sys/flags.hpp"
 
+#include "sys/namespaces.hpp"
+
 #include <sched.h>
 
+#include <array>
+#include <string_view>
 #include <utility>
 
 namespace nsrun {
 
 namespace {
-template <std::size_t N>
-std::string join_names(uint64_t bits, const std::pair<uint64_t, const char*> (&table)[N]) {
+template <class Table>
+std::string join_names(uint64_t bits, const Table& table) {
   std::string out;
   for (const auto& [bit, label] : table) {
     if ((bits & bit) == 0) continue;
@@ -29,12 +33,12 @@ std::string join_names(uint64_t bits, const std::pair<uint64_t, const char*> (&t
 }  // namespace
 
 std::string clone_flag_names(uint64_t flags) {
-  static const std::pair<uint64_t, const char*> table[] = {
-      {CLONE_NEWUSER, "CLONE_NEWUSER"}, {CLONE_NEWPID, "CLONE_NEWPID"},
-      {CLONE_NEWNS, "CLONE_NEWNS"},     {CLONE_NEWNET, "CLONE_NEWNET"},
-      {CLONE_NEWIPC, "CLONE_NEWIPC"},   {CLONE_NEWUTS, "CLONE_NEWUTS"},
-      {CLONE_NEWCGROUP, "CLONE_NEWCGROUP"},
-  };
+  static constexpr auto table = [] {
+    std::array<std::pair<uint64_t, std::string_view>, namespace_kinds.size()> out{};
+    for (std::size_t k = 0; k < namespace_kinds.size(); ++k)
+      out[k] = {namespace_kinds[k].clone_flag, namespace_kinds[k].flag_name};
+    return out;
+  }();
   return join_names(flags, table);
 }
 
