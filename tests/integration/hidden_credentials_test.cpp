@@ -9,6 +9,7 @@
 // unprivileged user a user namespace mapping it to itself: the same uid,
 // no capability after exec), so neither the real /root nor a home of
 // nsrun-test's is touched.
+#include "account_support.hpp"
 #include "harness.hpp"
 #include "reported.hpp"
 #include "rungs.hpp"
@@ -74,31 +75,6 @@ void fill_home(const TempDir& home, const std::string& tag) {
   write_file(home / ".profile", "visible\n");
 }
 
-// The caller's account, with a home the test made (or no entry at all).
-struct Account {
-  TempDir home{"acct-home"};
-  TempDir etc{"acct-etc"};
-
-  explicit Account(bool entry = true) {
-    const std::string line = entry ? "acct:x:" + std::to_string(::getuid()) + ":" + std::to_string(::getgid()) +
-                                         ":test account:" + home.path() + ":/bin/sh\n"
-                                   : "";
-    // Another uid's entry either way, so the file is a real database.
-    write_file(etc / "passwd", line + "other:x:4242:4242::/nonexistent:/bin/sh\n");
-    // Files only: nss-systemd would otherwise answer for uid 0 itself.
-    write_file(etc / "nsswitch.conf", "passwd: files\ngroup: files\n");
-  }
-
-  // nsrun ARGS where the password database is ours.
-  std::vector<std::string> argv(const std::vector<std::string>& args) const {
-    std::vector<std::string> out = {probe_path(), "outer", ::getuid() == 0 ? "--mountns" : "--userns-self",
-                                    "--bind-file", etc / "passwd", "/etc/passwd",
-                                    "--bind-file", etc / "nsswitch.conf", "/etc/nsswitch.conf",
-                                    "--", nsrun_path()};
-    out.insert(out.end(), args.begin(), args.end());
-    return out;
-  }
-};
 
 // A shell script that prints every secret under HOME_DIR it can read, by
 // name, through /proc/self/root, through `..` and `.` spellings, and

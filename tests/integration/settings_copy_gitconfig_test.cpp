@@ -9,6 +9,7 @@
 //
 // The account's home is one the test makes (see hidden_credentials_test.cpp:
 // nsrun runs where /etc/passwd names it for the caller's uid).
+#include "account_support.hpp"
 #include "harness.hpp"
 #include "rungs.hpp"
 
@@ -22,26 +23,6 @@
 using namespace nsrun_test;
 
 namespace {
-
-struct Account {
-  TempDir home{"acct-home"};
-  TempDir etc{"acct-etc"};
-
-  Account() {
-    write_file(etc / "passwd", "acct:x:" + std::to_string(::getuid()) + ":" + std::to_string(::getgid()) +
-                                   ":test account:" + home.path() + ":/bin/sh\nother:x:4242:4242::/nonexistent:/bin/sh\n");
-    write_file(etc / "nsswitch.conf", "passwd: files\ngroup: files\n");
-  }
-
-  std::vector<std::string> argv(const std::vector<std::string>& args) const {
-    std::vector<std::string> out = {probe_path(), "outer", ::getuid() == 0 ? "--mountns" : "--userns-self",
-                                    "--bind-file", etc / "passwd", "/etc/passwd",
-                                    "--bind-file", etc / "nsswitch.conf", "/etc/nsswitch.conf",
-                                    "--", nsrun_path()};
-    out.insert(out.end(), args.begin(), args.end());
-    return out;
-  }
-};
 
 const std::string ordinary = "[user]\n\tname = Ada Tester\n\temail = ada@example.org\n[alias]\n\tst = status -sb\n";
 

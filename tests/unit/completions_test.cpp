@@ -12,6 +12,7 @@
 #include <string>
 
 #include "cli/options.hpp"
+#include "source_file.hpp"
 
 #ifndef NSRUN_SOURCE_DIR
 #error "tests/meson.build passes NSRUN_SOURCE_DIR, the source root"
@@ -23,13 +24,6 @@ namespace {
 
 using Arities = std::map<std::string, int>;
 
-std::string source_file(const std::string& relative) {
-  std::ifstream in(std::string(NSRUN_SOURCE_DIR) + "/" + relative);
-  REQUIRE(in);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // The NAME=ARITY words of the shell variable `var` ('...' quoted) in `text`.
 Arities listed(const std::string& text, const std::string& var) {

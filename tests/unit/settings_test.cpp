@@ -16,6 +16,7 @@
 #include "cli/native.hpp"
 #include "cli/settings.hpp"
 #include "policy/json.hpp"
+#include "source_file.hpp"
 
 #ifndef NSRUN_SOURCE_DIR
 #error "tests/meson.build passes NSRUN_SOURCE_DIR, the source root"
@@ -107,13 +108,6 @@ const std::map<std::string_view, Sample>& samples() {
   return s;
 }
 
-std::string source_file(const std::string& relative) {
-  std::ifstream in(std::string(NSRUN_SOURCE_DIR) + "/" + relative);
-  REQUIRE(in);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 }  // namespace
 
