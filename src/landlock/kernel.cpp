@@ -78,11 +78,10 @@ Result<void> add_path_rule(int ruleset_fd, const PathRule& rule) {
   // nothing).
   bool directory = rule.directory;
   if (rule.one_link) {
-    struct stat st{};
-    if (::fstat(path.get(), &st) != 0) return fail(sys_error(Operation::stat, rule.path));
-    if (!S_ISREG(st.st_mode) || st.st_nlink != 1)
-      return fail(sys_error(Operation::landlock_rule, rule.path, S_ISREG(st.st_mode) ? EMLINK : EINVAL,
-                            "a file shown inside a hidden directory must be a regular file with one link"));
+    bool stat_failed = false;
+    if (const int err = sys::single_link_file(path.get(), &stat_failed); err != 0)
+      return fail(stat_failed ? sys_error(Operation::stat, rule.path, err)
+                              : sys_error(Operation::landlock_rule, rule.path, err, sys::single_link_rule));
   }
   if (!directory && !rule.file && (rule.access & ~fs::file_rights) != 0) {
     struct stat st{};

@@ -594,11 +594,10 @@ class RootBuilder {
     // A file shown inside a hidden directory: another name of it (a hard
     // link made where the hidden one is) would show a hidden file.
     if (s.one_link) {
-      struct stat st{};
-      if (::fstat(src.get(), &st) != 0) return fail(sys_error(Operation::stat, s.source));
-      if (!S_ISREG(st.st_mode) || st.st_nlink != 1)
-        return fail(sys_error(Operation::bind, s.source, S_ISREG(st.st_mode) ? EMLINK : EINVAL,
-                              "a file shown inside a hidden directory must be a regular file with one link"));
+      bool stat_failed = false;
+      if (const int err = sys::single_link_file(src.get(), &stat_failed); err != 0)
+        return fail(stat_failed ? sys_error(Operation::stat, s.source, err)
+                                : sys_error(Operation::bind, s.source, err, sys::single_link_rule));
     }
     // A host path bound onto itself (--ro P, the workspace, bwrap's
     // --ro-bind P P) is looked up twice: on the host, then in the new root,

@@ -4,6 +4,7 @@
 #include <linux/sched.h>
 #include <signal.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -81,6 +82,14 @@ int open_tree_attrs(int dfd, const char* path, unsigned flags, uint64_t attr_set
 int openat2(int dfd, const char* path, int flags, unsigned mode, uint64_t resolve) {
   OpenHow how{static_cast<uint64_t>(flags), mode, resolve};
   return static_cast<int>(syscall(SYS_openat2, dfd, path, &how, sizeof how));
+}
+
+int single_link_file(int fd, bool* stat_failed) {
+  struct stat st{};
+  *stat_failed = ::fstat(fd, &st) != 0;
+  if (*stat_failed) return errno;
+  if (!S_ISREG(st.st_mode)) return EINVAL;
+  return st.st_nlink == 1 ? 0 : EMLINK;
 }
 
 void close_all_but(std::vector<int> keep) {

@@ -33,6 +33,13 @@ int openat2(int dfd, const char* path, int flags, unsigned mode, uint64_t resolv
 // `failed_call` says which ("open_tree" or "mount_setattr").
 int open_tree_attrs(int dfd, const char* path, unsigned flags, uint64_t attr_set, const char** failed_call = nullptr);
 
+// A file shown inside a hidden directory must not be another name of a
+// hidden one: 0 when `fd` is a regular file with exactly one link, EMLINK
+// for a regular file with more, EINVAL for anything else; fstat's errno,
+// with `*stat_failed` set, when it cannot be looked at.
+int single_link_file(int fd, bool* stat_failed);
+inline constexpr const char* single_link_rule = "a file shown inside a hidden directory must be a regular file with one link";
+
 // Closes every fd above 2 but those in `keep` (negative entries and 0-2
 // are ignored), in as few close_range() calls as there are gaps.
 void close_all_but(std::vector<int> keep);
