@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -122,13 +123,20 @@ struct Pid1 {
   void reap() {
     while (true) {
       int status = 0;
-      const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+      struct rusage ru{};
+      const pid_t pid = ::wait4(-1, &status, WNOHANG, &ru);
       if (pid <= 0) return;
       auto it = running.find(pid);
       if (it == running.end()) continue;  // an orphan of the session
       json::Value r = json::Value::object();
       r.set("job", it->second);
       r.set("exit", exit_status(status));
+      // For the exec's report: the raw status (a signal told from an exit
+      // with 128+N) and what the command and the children it waited for used.
+      r.set("status", static_cast<int64_t>(status));
+      r.set("user_us", static_cast<int64_t>(ru.ru_utime.tv_sec) * 1'000'000 + ru.ru_utime.tv_usec);
+      r.set("sys_us", static_cast<int64_t>(ru.ru_stime.tv_sec) * 1'000'000 + ru.ru_stime.tv_usec);
+      r.set("maxrss_kb", static_cast<int64_t>(ru.ru_maxrss));
       running.erase(it);
       reply(r);
     }
