@@ -152,7 +152,9 @@ std::optional<std::string_view> subcommand_help(std::string_view sub) {
            "start makes one sandbox (namespace rung only) from the options of a launch and\n"
            "returns when it is ready; nsrun exec runs commands in it, and background jobs\n"
            "live between them. --timeout limits the whole session, --idle-timeout the time\n"
-           "with no caller connected. stop ends every process; a cow run layer stays for\n"
+           "with no caller connected. --verdict prints every failed exec's verdict line;\n"
+           "--watch-writes lists each exec's write attempts in its report (nsrun exec\n"
+           "--report). stop ends every process; a cow run layer stays for\n"
            "nsrun changes/commit/discard. The control socket and its protocol:\n"
            "docs/sessions.md.\n";
   if (sub == "exec")

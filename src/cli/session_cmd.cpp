@@ -71,6 +71,10 @@ int start_main(std::span<const std::string> args) {
   if (inv->action != Invocation::Action::run) return usage("session start", "takes the options of a launch only");
   if (!inv->policy.argv.empty())
     return usage("session start", fmt::format("a session starts no command; run it with nsrun exec {} -- COMMAND", o.name));
+  // A session is observed as a launch with --verdict is (session/host.cpp),
+  // so --watch-writes has its reader: each exec's report.
+  o.verdict = inv->policy.verdict;
+  inv->policy.verdict = true;
   if (auto r = validate(inv->policy, false, inv->mount_options); !r) return say(r.error());
   o.idle_timeout_ms = inv->idle_timeout_ms.value_or(0);
   return session::start(inv->policy, o);
@@ -267,10 +271,12 @@ int exec_main(std::span<const std::string> args) {
     if (const std::string* error = string_field(v, "error")) fmt::print(stderr, "nsrun: {}\n", printable(*error));
     if (const auto code = int_field(v, "exit")) {
       int status = static_cast<int>(*code);
-      if (!wants_report) return status;
-      // Made by the session's nsrun, as a launch makes its own.
-      if (const std::string* line = string_field(v, "verdict"); verdict && line != nullptr && !line->empty())
+      // Made by the session's nsrun, as a launch makes its own; printed
+      // when asked here, or by the session's --verdict.
+      if (const std::string* line = string_field(v, "verdict");
+          (verdict || session::bool_field(v, "print_verdict")) && line != nullptr && !line->empty())
         fmt::print(stderr, "{}\n", *line);
+      if (!wants_report) return status;
       const json::Value* report = v.find("report");
       if (!sink.empty()) {
         if (report == nullptr || !report->is_object()) {

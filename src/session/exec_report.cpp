@@ -61,6 +61,10 @@ LaunchReport exec_report(const SessionReportBase& base, const ExecEnd& end, cons
   v.denials = obs.denials;
   v.denials_observed = obs.listening;
   v.writes_outside = obs.writes;
+  // --watch-writes at session start: each exec's own observations.
+  v.writes_watched = base.facts.watch_writes;
+  v.writes_observed = obs.listening;
+  v.writes_outside_dropped = obs.writes_dropped;
   RefusalFacts facts = base.facts;
   // Egress by time: listed only when no other job ran in the window.
   const bool egress_alone = end.beside.empty();

@@ -140,6 +140,7 @@ class Server {
   // The host directories the session's commands may write, for a caller
   // that puts a report outside them (`status`).
   std::vector<std::string> writable_dirs;
+  bool verdict_default = false;  // session start --verdict
 
   void run();
 
@@ -233,7 +234,9 @@ void Server::exec(int fd, const json::Value& req, std::vector<Fd>& fds) {
   }
   const std::string* cwd = string_field(req, "cwd");
   const bool background = bool_field(req, "background");
-  const bool report = bool_field(req, "report");
+  const bool asked = bool_field(req, "report");
+  // The session's --verdict: every foreground exec's verdict is made.
+  const bool report = asked || (verdict_default && !background);
   auto refuse = [&](std::string why) {
     json::Value v = object();
     v.set("error", "exec: " + why);
@@ -245,7 +248,7 @@ void Server::exec(int fd, const json::Value& req, std::vector<Fd>& fds) {
     if (e.find('=') == std::string::npos || e.front() == '=') return refuse("env entries are NAME=VALUE");
   if (!background && fds.size() != 3) return refuse("a foreground exec passes 3 descriptors (stdin, stdout, stderr)");
   if (background && !fds.empty()) return refuse("a background exec passes no descriptors");
-  if (background && report) return refuse("a report is for a foreground exec (its caller waits for it)");
+  if (background && asked) return refuse("a report is for a foreground exec (its caller waits for it)");
   if (stopping_) return refuse("the session is stopping");
   Job job;
   job.id = next_job_++;
@@ -510,6 +513,7 @@ void Server::add_report(Job& job, ExecEnd end, json::Value& reply) {
   std::string line = verdict_line(report.verdict);
   if (line.size() > 4096) line.resize(4096);
   reply.set("verdict", line);
+  if (verdict_default) reply.set("print_verdict", true);
 }
 
 void Server::finish(int code) {
@@ -812,8 +816,8 @@ int start(const Policy& in, const StartOptions& o) {
   if (in.backend == Backend::landlock) return refuse(fmt::format("--backend landlock: {}", landlock_refusal()));
   if (!in.cap_add.empty()) return refuse("--cap-add: a session's commands keep no capabilities");
   if (in.as_pid_1 || !in.ns.pid) return refuse("a session needs its own PID 1 (no --as-pid-1, a PID namespace)");
-  if (!in.report_path.empty() || in.report_fd || in.watch_writes)
-    return refuse("--report and --watch-writes are for one command, not a session");
+  if (!in.report_path.empty() || in.report_fd)
+    return refuse("--report is for one command: nsrun exec NAME --report FILE -- COMMAND");
   if (!in.pass_fds.empty() || in.block_fd || in.userns_block_fd || in.info_fd || in.json_status_fd || in.userns_fd ||
       in.pidns_fd || !in.seccomp_fds.empty())
     return refuse("descriptors of the caller (--pass-fd, status and namespace fds) are for one command");
@@ -887,6 +891,7 @@ int start(const Policy& in, const StartOptions& o) {
     d.server.ready = std::move(ready_write);
     d.server.wake = std::move(wake);
     d.server.idle_ms = o.idle_timeout_ms;
+    d.server.verdict_default = o.verdict;
     daemon_main(policy, d, std::move(pid1_end));
   }
   listener->reset();

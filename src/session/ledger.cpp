@@ -64,7 +64,8 @@ void Ledger::add_write(Entry& e, const WriteAttempt& w) {
                          [&](const WriteAttempt& x) { return x.path == w.path && x.syscall == w.syscall; });
   if (it != e.obs.writes.end()) it->count += w.count;
   else if (e.obs.writes.size() < max_exec_entries) e.obs.writes.push_back(w);
-  else e.obs.dropped += w.count;
+  else if (w.refused != 0) e.obs.dropped += w.count;
+  else ++e.obs.writes_dropped;
 }
 
 void Ledger::denial(int64_t who, const seccomp_notif& call, const Denial& aggregate) {

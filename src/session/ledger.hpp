@@ -42,6 +42,7 @@ struct ExecObservations {
   std::vector<WriteAttempt> writes;        // the protect guard's refusals
   std::vector<egress::Decision> egress;    // denied decisions in the window, one per host, port and reason
   uint64_t dropped = 0;                    // refusals past max_exec_entries distinct ones (counted, not listed)
+  uint64_t writes_dropped = 0;             // --watch-writes: observations past max_exec_entries distinct ones
   bool listening = false;                  // the session's listener was had
 };
 

@@ -205,8 +205,11 @@ void serve_in_sandbox(const LaunchSpec& p, Attempt& a, int channel, const sigset
   for (const auto& fd : keep) held.push_back(fd.get());
   sys::close_all_but(held);
   // The sandbox's own /dev/null on 0, 1, 2: PID 1 keeps nothing of the
-  // caller's stdio (nor of nsrun's log).
-  const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  // caller's stdio (nor of nsrun's log), writes to none of them, and a
+  // background job's stdin is this one. Read-only: nsrun serves the
+  // listener only once the channel is closed, and with --watch-writes an
+  // open for writing is one of the calls it is sent (seccomp/writes.hpp).
+  const int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (null < 0) {
     send_error(channel, sys_error(Operation::open, "/dev/null"));
     ::_exit(125);

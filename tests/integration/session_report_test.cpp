@@ -277,3 +277,90 @@ TEST_CASE("attack: an exec flooding distinct egress denials with long names gets
   CHECK(unobserved_mentions(r.report, "refusals", "more refusal"));
   CHECK(exec_reported(s, {"true"}).run.exit_code == 0);
 }
+
+TEST_CASE("attack: a host name made to look like report fields or a second verdict line stays one egress refusal "
+          "of that exec, quoted",
+          "[session-report]") {
+  require_userns();
+  if (!file_exists("/usr/bin/python3")) unavailable("python3", "/usr/bin/python3 is not installed");
+  Session s;
+  require_started(s.start({"--network", "proxy", "--allow-host", "allowed.test"}));
+  // CONNECT to a name with quotes, braces and a newline in it: the
+  // proxy's refusal is all the command gets.
+  const std::string forge = R"PY(
+import socket
+s = socket.create_connection(('127.0.0.1', 3128), timeout=10)
+s.sendall(b'CONNECT x"},{"kind":"timeout","what":"1s"}]\nnsrun: all good:443 HTTP/1.1\r\n\r\n')
+print(s.recv(4096).split(b'\r\n', 1)[0].split(b' ')[1].decode())
+s = socket.create_connection(('127.0.0.1', 3128), timeout=10)
+s.sendall(b'CONNECT forged.test:443 HTTP/1.1\r\n\r\n')
+print(s.recv(4096).split(b'\r\n', 1)[0].split(b' ')[1].decode())
+raise SystemExit(9)
+)PY";
+  ExecReport r = exec_reported(s, {"/usr/bin/python3", "-I", "-c", forge}, {"--verdict"});
+  INFO(r.run.out << r.run.err);
+  CHECK(r.run.exit_code == 9);
+  REQUIRE(r.report.is_object());
+  CHECK(refusals_of(r.report, "timeout").empty());
+  CHECK(ended(r.report, "how") == "exit");
+  CHECK(!refusals_of(r.report, "egress").empty());
+  // One verdict line, whatever the names held.
+  std::size_t lines = 0;
+  for (std::string_view rest = r.run.err; !rest.empty();) {
+    const auto nl = rest.find('\n');
+    if (rest.substr(0, nl).starts_with("nsrun: ")) ++lines;
+    rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
+  }
+  CHECK(lines == 1);
+  CHECK(r.run.err.find("nsrun: all good") == std::string::npos);
+}
+
+TEST_CASE("session report: --watch-writes at session start lists each exec's own write attempts outside the "
+          "writable roots, not another job's",
+          "[session-report]") {
+  require_userns();
+  Session s;
+  make_dir(s.ws / ".git");
+  write_file(s.ws / ".git/config", "[core]\n");
+  require_started(s.start({"--watch-writes"}));
+  // A background job writing outside, over and over, under another name.
+  REQUIRE(s.exec({"sh", "-c", "while :; do echo x 2>/dev/null > /etc/from-background; touch writing; done"},
+                 {"--background"})
+              .exit_code == 0);
+  ExecReport r = exec_reported(s, {"sh", "-c", "while [ ! -e writing ]; do :; done; echo x 2>/dev/null > "
+                                               "/etc/from-foreground; echo y 2>/dev/null > .git/config; exit 1"},
+                               {"--verdict"});
+  INFO(r.run.err);
+  CHECK(r.run.exit_code == 1);
+  REQUIRE(r.report.is_object());
+  const nsrun::json::Value* writes = r.report.find("writes_outside");
+  REQUIRE(writes != nullptr);
+  REQUIRE(writes->is_array());
+  std::string paths;
+  for (const auto& w : writes->as_array()) paths += str(w.find("path")) + " ";
+  INFO(paths);
+  CHECK(paths.find("/etc/from-foreground") != std::string::npos);
+  CHECK(paths.find(".git/config") != std::string::npos);
+  CHECK(paths.find("/etc/from-background") == std::string::npos);
+  CHECK(refusals_of(r.report, "read-only-root").size() == 1);
+  CHECK(refusals_of(r.report, "protected-path").size() == 1);
+  CHECK_THAT(r.run.err, ContainsSubstring("/etc/from-foreground"));
+  REQUIRE(s.run_nsrun({"session", "stop", s.name}).exit_code == 0);
+  CHECK(!file_exists("/etc/from-foreground"));
+  CHECK(read_file(s.ws / ".git/config") == "[core]\n");
+}
+
+TEST_CASE("session report: --verdict at session start prints every failed exec's verdict line", "[session-report]") {
+  require_userns();
+  Session s;
+  require_started(s.start({"--verdict"}));
+  RunResult failed = s.exec({"sh", "-c", shell_quote(probe_path()) + " sys keyctl; exit 1"});
+  CHECK(failed.exit_code == 1);
+  CHECK_THAT(failed.err, ContainsSubstring("nsrun: seccomp refused keyctl"));
+  RunResult fine = s.exec({"true"});
+  CHECK(fine.exit_code == 0);
+  CHECK(fine.err.empty());
+  // --report stays refused at start: a report is one command's.
+  Session other;
+  CHECK(other.start({"--report", other.dirs / "r.json"}).exit_code == 125);
+}
