@@ -138,8 +138,8 @@ int list_main(std::span<const std::string> args) {
 }
 
 constexpr std::string_view exec_usage =
-    "usage: nsrun exec NAME [--cwd DIR] [--env NAME=VALUE]... [--background | [--verdict] [--report FILE | "
-    "--report-fd N]] -- COMMAND...";
+    "usage: nsrun exec NAME [--cwd DIR] [--env NAME=VALUE]... [--timeout DURATION] [--background | [--verdict] "
+    "[--report FILE | --report-fd N]] -- COMMAND...";
 
 // Where the exec's report goes, opened before the command runs. A file
 // in a directory the session's commands may write is refused: they run
@@ -179,6 +179,7 @@ int exec_main(std::span<const std::string> args) {
   bool verdict = false;
   std::string report_path;
   std::optional<int> report_fd;
+  uint64_t timeout_ms = 0;
   std::size_t i = 1;
   for (; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -191,6 +192,12 @@ int exec_main(std::span<const std::string> args) {
       background = true;
     } else if (a == "--verdict") {
       verdict = true;
+    } else if (a == "--timeout") {
+      if (i + 1 >= args.size()) return usage(a, "needs a value");
+      auto ms = parse_duration_ms("--timeout", args[++i]);
+      if (!ms) return say(ms.error());
+      if (*ms == 0) return usage("--timeout", "must be above 0");
+      timeout_ms = *ms;
     } else if (a == "--report" || a == "--report-fd") {
       if (i + 1 >= args.size()) return usage(a, "needs a value");
       const std::string& v = args[++i];
@@ -212,8 +219,8 @@ int exec_main(std::span<const std::string> args) {
         env.push_back(v);
       }
     } else {
-      return usage(a, "unknown option of nsrun exec (--cwd DIR, --env NAME=VALUE, --background, --verdict, "
-                      "--report FILE, --report-fd N)");
+      return usage(a, "unknown option of nsrun exec (--cwd DIR, --env NAME=VALUE, --timeout DURATION, --background, "
+                      "--verdict, --report FILE, --report-fd N)");
     }
   }
   const bool wants_report = verdict || !report_path.empty() || report_fd.has_value();
@@ -243,6 +250,7 @@ int exec_main(std::span<const std::string> args) {
   if (!cwd.empty()) req.set("cwd", cwd);
   req.set("background", background);
   if (wants_report) req.set("report", true);
+  if (timeout_ms > 0) req.set("timeout_ms", static_cast<int64_t>(timeout_ms));
   const int stdio[3] = {0, 1, 2};
   if (auto r = session::send_message(sock->get(), req, background ? std::span<const int>() : std::span<const int>(stdio));
       !r)
@@ -273,9 +281,11 @@ int exec_main(std::span<const std::string> args) {
       int status = static_cast<int>(*code);
       // Made by the session's nsrun, as a launch makes its own; printed
       // when asked here, or by the session's --verdict.
-      if (const std::string* line = string_field(v, "verdict");
-          (verdict || session::bool_field(v, "print_verdict")) && line != nullptr && !line->empty())
+      const std::string* line = string_field(v, "verdict");
+      if ((verdict || session::bool_field(v, "print_verdict")) && line != nullptr && !line->empty())
         fmt::print(stderr, "{}\n", *line);
+      else if (const std::string* timed_out = string_field(v, "timed_out"); timed_out != nullptr)
+        fmt::print(stderr, "{}\n", printable(*timed_out));
       if (!wants_report) return status;
       const json::Value* report = v.find("report");
       if (!sink.empty()) {

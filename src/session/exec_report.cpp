@@ -33,7 +33,12 @@ LaunchReport exec_report(const SessionReportBase& base, const ExecEnd& end, cons
   if (end.how == ExecEnd::How::exited) {
     v.ended.code = end.code;
     v.ended.how = "exit";
-    if (const int w = end.wait_status.value_or(0); end.wait_status && WIFSIGNALED(w)) {
+    if (end.timed_out) {
+      v.ended.how = "timeout";
+      v.ended.limit = "timeout";
+      v.ended.killed = end.killed;
+      if (end.wait_status && WIFSIGNALED(*end.wait_status)) v.ended.signal = WTERMSIG(*end.wait_status);
+    } else if (const int w = end.wait_status.value_or(0); end.wait_status && WIFSIGNALED(w)) {
       v.ended.how = "signal";
       v.ended.signal = WTERMSIG(w);
       for (const auto& rl : base.facts.rlimits) {
@@ -66,12 +71,16 @@ LaunchReport exec_report(const SessionReportBase& base, const ExecEnd& end, cons
   v.writes_observed = obs.listening;
   v.writes_outside_dropped = obs.writes_dropped;
   RefusalFacts facts = base.facts;
+  if (end.timed_out) {
+    facts.timeout_ms = end.timeout_ms;
+    facts.kill_after_ms = end.kill_after_ms;
+  }
   // Egress by time: listed only when no other job ran in the window.
   const bool egress_alone = end.beside.empty();
   if (egress_alone) facts.egress = &obs.egress;
   collect_refusals(v, facts);
   for (auto& refusal : v.refusals)
-    if (refusal.kind == "timeout")
+    if (refusal.kind == "timeout" && end.how == ExecEnd::How::session_ended)
       refusal.words = fmt::format("the session's time limit (--timeout {}) ended it, and every process of the session",
                                   refusal.what);
   if (!egress_alone && !obs.egress.empty()) {

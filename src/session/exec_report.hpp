@@ -30,6 +30,9 @@ struct ExecEnd {
   std::optional<int> wait_status;  // exited: the command's own (from PID 1)
   std::string error;               // failed, session_ended: why
   bool session_timeout = false;    // session_ended: by the session's --timeout
+  bool timed_out = false;          // exited after its own --timeout's SIGTERM
+  bool killed = false;             // ... and SIGKILL
+  uint64_t timeout_ms = 0, kill_after_ms = 2000;
   uint64_t wall_us = 0;            // from the command's start, as the session's nsrun saw it
   uint64_t user_us = 0, sys_us = 0, maxrss_kb = 0;
   // Other jobs of the session that ran while this exec did: their egress

@@ -105,6 +105,12 @@ struct Job {
   bool report = false;
   uint64_t started_ns = 0;
   std::vector<int64_t> beside;
+  // nsrun exec --timeout: SIGTERM to its process group at the deadline,
+  // SIGKILL the session's --kill-after later; it then ends with 124.
+  uint64_t timeout_ms = 0;
+  uint64_t deadline_ns = 0;  // 0: none (pending)
+  bool timed_out = false;
+  bool killed = false;
 };
 
 struct Waiter {
@@ -141,6 +147,7 @@ class Server {
   // that puts a report outside them (`status`).
   std::vector<std::string> writable_dirs;
   bool verdict_default = false;  // session start --verdict
+  uint64_t kill_after_ms = 2000;  // the session's --kill-after, for an exec's --timeout
 
   void run();
 
@@ -170,6 +177,8 @@ class Server {
   void answer_waiters();
   json::Value job_json(const Job& j) const;
   void add_report(Job& job, ExecEnd end, json::Value& reply);
+  void signal_job(int64_t id, int sig);
+  int expire_jobs();
   void finish(int code);
 };
 
@@ -235,6 +244,7 @@ void Server::exec(int fd, const json::Value& req, std::vector<Fd>& fds) {
   const std::string* cwd = string_field(req, "cwd");
   const bool background = bool_field(req, "background");
   const bool asked = bool_field(req, "report");
+  const std::optional<int64_t> timeout_ms = int_field(req, "timeout_ms");
   // The session's --verdict: every foreground exec's verdict is made.
   const bool report = asked || (verdict_default && !background);
   auto refuse = [&](std::string why) {
@@ -249,9 +259,12 @@ void Server::exec(int fd, const json::Value& req, std::vector<Fd>& fds) {
   if (!background && fds.size() != 3) return refuse("a foreground exec passes 3 descriptors (stdin, stdout, stderr)");
   if (background && !fds.empty()) return refuse("a background exec passes no descriptors");
   if (background && asked) return refuse("a report is for a foreground exec (its caller waits for it)");
+  if (req.find("timeout_ms") != nullptr && (!timeout_ms || *timeout_ms <= 0))
+    return refuse("timeout_ms is a number of milliseconds above 0");
   if (stopping_) return refuse("the session is stopping");
   Job job;
   job.id = next_job_++;
+  job.timeout_ms = static_cast<uint64_t>(timeout_ms.value_or(0));
   job.argv = *argv;
   job.background = background;
   Fd write_end;
@@ -446,6 +459,7 @@ void Server::pid1_message() {
     job.state = "running";
     job.pid = *pid;
     r.set("started", true);
+    if (job.timeout_ms > 0) job.deadline_ns = Timeline::now_ns() + job.timeout_ms * 1'000'000;
     if (job.report) {
       job.started_ns = Timeline::now_ns();
       ledger.open(job.id, *pid);
@@ -453,7 +467,22 @@ void Server::pid1_message() {
   } else if (const auto exit = int_field(v, "exit")) {
     job.state = "exited";
     job.exit = static_cast<int>(*exit);
-    r.set("exit", *exit);
+    // Ended at its --timeout: 124, and the launch's line saying so (exit
+    // 124 alone does not tell the caller that nsrun ended it).
+    if (job.timed_out) {
+      job.exit = 124;
+      Verdict said;
+      said.started = true;
+      said.ended.how = "timeout";
+      said.ended.killed = job.killed;
+      RefusalFacts facts;
+      facts.timeout_ms = job.timeout_ms;
+      facts.kill_after_ms = kill_after_ms;
+      collect_refusals(said, facts);
+      r.set("timed_out", timeout_line(said));
+    }
+    job.deadline_ns = 0;
+    r.set("exit", *job.exit);
     if (job.report) {
       // PID 1's numbers, read as hostile: bounded, never negative.
       auto count = [&](std::string_view key) {
@@ -461,6 +490,10 @@ void Server::pid1_message() {
       };
       ExecEnd end;
       end.code = job.exit.value_or(125);
+      end.timed_out = job.timed_out;
+      end.killed = job.killed;
+      end.timeout_ms = job.timeout_ms;
+      end.kill_after_ms = kill_after_ms;
       if (const auto status = int_field(v, "status"); status && *status >= 0 && *status <= 0xffff)
         end.wait_status = static_cast<int>(*status);
       end.user_us = count("user_us");
@@ -514,6 +547,39 @@ void Server::add_report(Job& job, ExecEnd end, json::Value& reply) {
   if (line.size() > 4096) line.resize(4096);
   reply.set("verdict", line);
   if (verdict_default) reply.set("print_verdict", true);
+}
+
+void Server::signal_job(int64_t id, int sig) {
+  json::Value k = object();
+  k.set("op", "kill");
+  k.set("job", id);
+  k.set("signal", sig);
+  if (!send_message(to_pid1.get(), k)) stop_session();
+}
+
+// The exec timeouts due: SIGTERM first, SIGKILL kill_after_ms later.
+// Returns the milliseconds to the next deadline, -1: none.
+int Server::expire_jobs() {
+  const uint64_t now = Timeline::now_ns();
+  uint64_t next = 0;
+  for (auto& [id, job] : jobs_) {
+    if (job.deadline_ns == 0) continue;
+    if (job.deadline_ns <= now) {
+      if (!job.timed_out) {
+        job.timed_out = true;
+        job.deadline_ns = now + kill_after_ms * 1'000'000;
+        signal_job(id, SIGTERM);
+      } else {
+        job.killed = true;
+        job.deadline_ns = 0;
+        signal_job(id, SIGKILL);
+        continue;
+      }
+    }
+    if (next == 0 || job.deadline_ns < next) next = job.deadline_ns;
+  }
+  if (next == 0) return -1;
+  return static_cast<int>(std::min<uint64_t>((next - now + 999'999) / 1'000'000, INT_MAX));
 }
 
 void Server::finish(int code) {
@@ -575,6 +641,7 @@ void Server::run() {
       }
       timeout = static_cast<int>(std::min<uint64_t>(idle_ms - idle, INT_MAX));
     }
+    if (const int due = expire_jobs(); due >= 0) timeout = timeout < 0 ? due : std::min(timeout, due);
     if (::poll(pfds.data(), pfds.size(), timeout) < 0) {
       if (errno == EINTR) continue;
       stop_session();
@@ -892,6 +959,7 @@ int start(const Policy& in, const StartOptions& o) {
     d.server.wake = std::move(wake);
     d.server.idle_ms = o.idle_timeout_ms;
     d.server.verdict_default = o.verdict;
+    d.server.kill_after_ms = policy.limits.kill_after_ms;
     daemon_main(policy, d, std::move(pid1_end));
   }
   listener->reset();

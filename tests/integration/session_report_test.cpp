@@ -364,3 +364,26 @@ TEST_CASE("session report: --verdict at session start prints every failed exec's
   Session other;
   CHECK(other.start({"--report", other.dirs / "r.json"}).exit_code == 125);
 }
+
+TEST_CASE("session report: exec --timeout ends that command alone with 124, said as a launch says it", "[session-report]") {
+  require_userns();
+  Session s;
+  require_started(s.start({"--kill-after", "300ms"}));
+  ExecReport r = exec_reported(s, {"sleep", "30"}, {"--timeout", "500ms", "--verdict"});
+  INFO(r.run.err);
+  CHECK(r.run.exit_code == 124);
+  REQUIRE(r.report.is_object());
+  CHECK(ended(r.report, "how") == "timeout");
+  CHECK(ended(r.report, "signal") == "15");
+  auto refused = refusals_of(r.report, "timeout");
+  REQUIRE(refused.size() == 1);
+  CHECK(str(refused[0]->find("what")) == "500ms");
+  CHECK_THAT(r.run.err, ContainsSubstring("nsrun: timed out after 500ms: SIGTERM ended it"));
+  // Without --verdict the line is still said; SIGTERM ignored: SIGKILL.
+  RunResult stubborn = s.exec({"sh", "-c", "trap '' TERM; while :; do :; done"}, {"--timeout", "300ms"});
+  CHECK(stubborn.exit_code == 124);
+  CHECK_THAT(stubborn.err, ContainsSubstring("nsrun: timed out after 300ms: SIGTERM, then SIGKILL 300ms later"));
+  // The session goes on.
+  CHECK(s.exec({"true"}).exit_code == 0);
+  CHECK(s.exec({"true"}, {"--timeout", "0"}).exit_code == 125);
+}
