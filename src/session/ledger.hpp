@@ -4,7 +4,9 @@
 // - Calls the session's listener refused (seccomp denials, the protect
 //   guard's EROFS) are attributed by the caller's session id in the
 //   session's PID namespace, read from /proc/PID/status (NSsid) while the
-//   call waits: every command of a session is started in a session of its
+//   call waits (the command's name, on the Name line, has its newlines
+//   escaped by the kernel: no line of it can pass for NSsid): every
+//   command of a session is started in a session of its
 //   own, whose id is its pid, and a process can leave its session
 //   (setsid) but never join another. The id is not reused while a process
 //   of that session lives. A call refused before nsrun has learnt the

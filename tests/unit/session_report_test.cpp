@@ -6,11 +6,16 @@
 #include <catch2/catch_test_macros.hpp>
 
 #include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
 
 #include <linux/seccomp.h>
 
 #include <string>
 
+#include "launch/report.hpp"
 #include "policy/json.hpp"
 #include "session/exec_report.hpp"
 #include "session/ledger.hpp"
@@ -136,4 +141,33 @@ TEST_CASE("an exec's end: a signal is told from an exit, the session's limit is 
   bool said = false;
   for (const auto& [kind, why] : b.verdict.unobserved) said = said || (kind == "egress" && why.find("job 3") != std::string::npos);
   CHECK(said);
+}
+
+TEST_CASE("an exec's report file is refused inside a directory the session's commands write, and nowhere else",
+          "[session-report]") {
+  char tmpl[] = "/tmp/nsrun-sr-XXXXXX";
+  REQUIRE(::mkdtemp(tmpl) != nullptr);
+  const std::string root = tmpl;
+  REQUIRE(::mkdir((root + "/ws").c_str(), 0700) == 0);
+  REQUIRE(::mkdir((root + "/ws/sub").c_str(), 0700) == 0);
+  REQUIRE(::mkdir((root + "/out").c_str(), 0700) == 0);
+  Policy where;
+  where.mode = Mode::read_only;
+  where.preset = false;
+  where.writable = {root + "/ws"};
+  for (const char* inside : {"/ws/r.json", "/ws/sub/r.json"}) {
+    where.report_path = root + inside;
+    auto sink = ReportSink::open_outside_writable(where);
+    REQUIRE(!sink);
+    CHECK(sink.error().message().find("may write") != std::string::npos);
+    CHECK(::access(where.report_path.c_str(), F_OK) != 0);  // nothing made
+  }
+  where.report_path = root + "/out/r.json";
+  auto sink = ReportSink::open_outside_writable(where);
+  REQUIRE(sink);
+  json::Value report = json::Value::object();
+  report.set("schema_version", 1);
+  REQUIRE(sink->write(report));
+  for (const char* f : {"/out/r.json"}) ::unlink((root + f).c_str());
+  for (const char* d : {"/out", "/ws/sub", "/ws", ""}) ::rmdir((root + d).c_str());
 }
