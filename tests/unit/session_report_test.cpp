@@ -9,10 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstdlib>
-
 #include <linux/seccomp.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "launch/report.hpp"
