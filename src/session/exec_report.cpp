@@ -96,8 +96,8 @@ LaunchReport exec_report(const SessionReportBase& base, const ExecEnd& end, cons
                                                       "each kind",
                                                       obs.dropped, obs.dropped == 1 ? "" : "s", max_exec_entries));
   if (v.started)
-    v.unobserved.emplace_back("attribution", "calls refused to a process of this exec that left its session "
-                                             "(setsid) are not this exec's; nor are those of other jobs");
+    v.unobserved.emplace_back("attribution", "calls refused to processes of this exec that left its session "
+                                             "(setsid)");
   return r;
 }
 
