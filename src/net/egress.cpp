@@ -1084,6 +1084,8 @@ void read_messages(State& s) {
       done_reading();
       fmt::print(stderr, "nsrun: --network proxy: the proxy could not confine itself ({}); the sandbox's connections are refused\n",
                  printable(m.substr(1), 512));
+    } else {
+      done_reading();
     }
   }
   const std::lock_guard lock(s.mutex);
