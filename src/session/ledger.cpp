@@ -46,6 +46,10 @@ int64_t Ledger::identify(pid_t pid) {
   return session_id(std::string_view(buf, static_cast<std::size_t>(n)), depth_);
 }
 
+bool Ledger::pending() const {
+  return std::any_of(execs_.begin(), execs_.end(), [](const auto& kv) { return kv.second.sid == 0; });
+}
+
 Ledger::Entry* Ledger::by_sid(int64_t sid) {
   for (auto& [job, e] : execs_)
     if (e.sid == sid) return &e;
@@ -78,6 +82,7 @@ void Ledger::denial(int64_t who, const seccomp_notif& call, const Denial& aggreg
   d.args = fmt::format("{:#x}, {:#x}, {:#x}", call.data.args[0], call.data.args[1], call.data.args[2]);
   const std::lock_guard lock(mutex_);
   if (Entry* e = by_sid(who)) return add_denial(*e, d);
+  if (!pending()) return;
   if (unclaimed_.size() >= max_unclaimed) unclaimed_.pop_front();
   unclaimed_.push_back(Unclaimed{who, Timeline::now_ns(), true, std::move(d), {}});
 }
@@ -85,6 +90,7 @@ void Ledger::denial(int64_t who, const seccomp_notif& call, const Denial& aggreg
 void Ledger::write(int64_t who, const WriteAttempt& w) {
   const std::lock_guard lock(mutex_);
   if (Entry* e = by_sid(who)) return add_write(*e, w);
+  if (!pending()) return;
   if (unclaimed_.size() >= max_unclaimed) unclaimed_.pop_front();
   unclaimed_.push_back(Unclaimed{who, Timeline::now_ns(), false, {}, w});
 }

@@ -36,7 +36,8 @@ namespace nsrun::session {
 
 // Distinct entries one exec keeps of each kind; more are counted only.
 inline constexpr std::size_t max_exec_entries = 64;
-// Calls of a session id no exec has claimed yet, kept while one is expected.
+// Calls of a session id no exec has claimed yet, kept while an exec's id is
+// not known yet; past this the oldest go (uncounted, never misattributed).
 inline constexpr std::size_t max_unclaimed = 256;
 
 struct ExecObservations {
@@ -87,6 +88,7 @@ class Ledger final : public NotifyTap {
     WriteAttempt write;
   };
   Entry* by_sid(int64_t sid);
+  bool pending() const;  // an exec whose session id is not known yet
   void add_denial(Entry& e, const Denial& d);
   void add_write(Entry& e, const WriteAttempt& w);
 
