@@ -76,7 +76,7 @@ LaunchReport exec_report(const SessionReportBase& base, const ExecEnd& end, cons
     facts.kill_after_ms = end.kill_after_ms;
   }
   // Egress by time: listed only when no other job ran in the window.
-  const bool egress_alone = end.beside.empty();
+  const bool egress_alone = end.beside.empty() && end.strays == 0;
   if (egress_alone) facts.egress = &obs.egress;
   collect_refusals(v, facts);
   for (auto& refusal : v.refusals)
@@ -86,10 +86,14 @@ LaunchReport exec_report(const SessionReportBase& base, const ExecEnd& end, cons
   if (!egress_alone && !obs.egress.empty()) {
     uint64_t denied = 0;
     for (const auto& d : obs.egress) denied += d.count;
-    v.unobserved.emplace_back(
-        "egress", fmt::format("{} egress denial{} while job{} {} of the session ran beside this exec, not told apart "
-                              "from its own (the session's --network-log has every decision)",
-                              denied, denied == 1 ? "" : "s", end.beside.size() == 1 ? "" : "s", job_list(end.beside)));
+    const std::string who =
+        !end.beside.empty()
+            ? fmt::format("job{} {} of the session ran", end.beside.size() == 1 ? "" : "s", job_list(end.beside))
+            : fmt::format("{} process{} left by earlier commands of the session ran", end.strays,
+                          end.strays == 1 ? "" : "es");
+    v.unobserved.emplace_back("egress", fmt::format("{} egress denial{} while {} beside this exec, not told apart "
+                                                    "from its own (the session's --network-log has every decision)",
+                                                    denied, denied == 1 ? "" : "s", who));
   }
   if (obs.dropped > 0)
     v.unobserved.emplace_back("refusals", fmt::format("{} more refusal{} past the {} distinct ones an exec keeps of "

@@ -38,6 +38,9 @@ struct ExecEnd {
   // Other jobs of the session that ran while this exec did: their egress
   // denials cannot be told from its own.
   std::vector<int64_t> beside;
+  // Processes an earlier command left in the session, running at its end
+  // (counted only when it has egress denials to tell apart).
+  std::size_t strays = 0;
 };
 
 LaunchReport exec_report(const SessionReportBase& base, const ExecEnd& end, const ExecObservations& obs);

@@ -537,6 +537,9 @@ void Server::add_report(Job& job, ExecEnd end, json::Value& reply) {
   if (job.client < 0) return;
   if (job.started_ns != 0) end.wall_us = (Timeline::now_ns() - job.started_ns) / 1000;
   end.beside = job.beside;
+  // Egress denials to tell apart, and no other job ran: what earlier
+  // commands left running could have made them too.
+  if (!obs.egress.empty() && end.beside.empty() && job.pid > 0) end.strays = ledger.others_in_session(pid1, job.pid);
   const LaunchReport report = exec_report(report_base, end, obs);
   // One reply is one packet of at most max_message bytes, with the rest
   // of the reply beside the report.

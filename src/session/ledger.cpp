@@ -1,5 +1,6 @@
 #include "session/ledger.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -132,6 +133,51 @@ void Ledger::open(int64_t job, int64_t sid) {
     else add_write(e, u.write);
     return true;
   });
+}
+
+std::size_t Ledger::others_in_session(pid_t pid1, int64_t sid) const {
+  Fd dir(::open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir) return 0;
+  struct Proc {
+    pid_t pid, ppid;
+    int64_t sid;
+  };
+  std::vector<Proc> procs;
+  DIR* d = ::fdopendir(::dup(dir.get()));
+  if (d == nullptr) return 0;
+  while (struct dirent* e = ::readdir(d)) {
+    pid_t pid = 0;
+    const std::string_view name(e->d_name);
+    if (std::from_chars(name.data(), name.data() + name.size(), pid).ptr != name.data() + name.size() || pid <= 0)
+      continue;
+    Fd f(::openat(dir.get(), fmt::format("{}/status", pid).c_str(), O_RDONLY | O_CLOEXEC));
+    if (!f) continue;
+    char buf[4096];
+    const ssize_t n = ::read(f.get(), buf, sizeof buf);
+    if (n <= 0) continue;
+    const std::string_view text(buf, static_cast<std::size_t>(n));
+    const auto at = text.find("\nPPid:");
+    if (at == std::string_view::npos) continue;
+    std::string_view ppid_text = text.substr(at + 6);
+    ppid_text.remove_prefix(std::min(ppid_text.find_first_not_of(" \t"), ppid_text.size()));
+    pid_t ppid = 0;
+    (void)std::from_chars(ppid_text.data(), ppid_text.data() + ppid_text.size(), ppid);
+    procs.push_back(Proc{pid, ppid, session_id(text, depth_)});
+  }
+  ::closedir(d);
+  std::map<pid_t, pid_t> parent;
+  for (const auto& p : procs) parent[p.pid] = p.ppid;
+  std::size_t others = 0;
+  for (const auto& p : procs) {
+    if (p.pid == pid1 || p.sid == sid) continue;
+    pid_t up = p.ppid;
+    for (int hops = 0; hops < 256 && up > 1 && up != pid1; ++hops) {
+      auto it = parent.find(up);
+      up = it == parent.end() ? 0 : it->second;
+    }
+    if (up == pid1) ++others;
+  }
+  return others;
 }
 
 ExecObservations Ledger::close(int64_t job) {

@@ -74,6 +74,12 @@ class Ledger final : public NotifyTap {
   // /proc/PID/status text is `status`, at level `depth` (0 when none). Pure.
   static int64_t session_id(std::string_view status, int depth);
 
+  // How many processes below `pid1` (nsrun's view of the session's PID 1:
+  // every process of the session descends from it, orphans are its
+  // children) are in another session than `sid`, now: what an earlier
+  // command left running. A snapshot of /proc.
+  std::size_t others_in_session(pid_t pid1, int64_t sid) const;
+
  private:
   struct Entry {
     int64_t sid = 0;  // 0: not known yet

@@ -387,3 +387,23 @@ TEST_CASE("session report: exec --timeout ends that command alone with 124, said
   CHECK(s.exec({"true"}).exit_code == 0);
   CHECK(s.exec({"true"}, {"--timeout", "0"}).exit_code == 125);
 }
+
+TEST_CASE("attack: egress denials of a process an earlier exec left running are not a later exec's refusals",
+          "[session-report]") {
+  require_userns();
+  require_curl();
+  Session s;
+  require_started(s.start({"--network", "proxy", "--allow-host", "allowed.test"}));
+  // Not a job: a loop an exec leaves behind, PID 1's child once it returns.
+  const std::string left = "(while :; do " + curl_to("left-behind.test") +
+                           "; touch denied-once; done) >/dev/null 2>&1 </dev/null &";
+  REQUIRE(s.exec({"sh", "-c", left}).exit_code == 0);
+  ExecReport r = exec_reported(s, {"sh", "-c", "while [ ! -e denied-once ]; do :; done; rm denied-once; "
+                                               "while [ ! -e denied-once ]; do :; done; exit 4"},
+                               {"--verdict"});
+  INFO(r.run.err);
+  CHECK(r.run.exit_code == 4);
+  REQUIRE(r.report.is_object());
+  CHECK(refusals_of(r.report, "egress").empty());
+  CHECK(unobserved_mentions(r.report, "egress", "left by earlier commands"));
+}
