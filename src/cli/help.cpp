@@ -152,16 +152,24 @@ std::optional<std::string_view> subcommand_help(std::string_view sub) {
            "start makes one sandbox (namespace rung only) from the options of a launch and\n"
            "returns when it is ready; nsrun exec runs commands in it, and background jobs\n"
            "live between them. --timeout limits the whole session, --idle-timeout the time\n"
-           "with no caller connected. stop ends every process; a cow run layer stays for\n"
+           "with no caller connected. --verdict prints every failed exec's verdict line;\n"
+           "--watch-writes lists each exec's write attempts in its report (nsrun exec\n"
+           "--report). stop ends every process; a cow run layer stays for\n"
            "nsrun changes/commit/discard. The control socket and its protocol:\n"
            "docs/sessions.md.\n";
   if (sub == "exec")
-    return "usage: nsrun exec NAME [--cwd DIR] [--env NAME=VALUE]... [--background] -- COMMAND...\n"
+    return "usage: nsrun exec NAME [--cwd DIR] [--env NAME=VALUE]... [--timeout DURATION]\n"
+           "                  [--background | [--verdict] [--report FILE | --report-fd N]] -- COMMAND...\n"
            "\n"
            "Runs COMMAND in session NAME with this terminal's stdin, stdout and stderr, and\n"
            "exits with its status (124, 128+N and 125 as for a launch). --background\n"
            "prints a job id and returns at once; its output goes to a bounded log\n"
-           "(nsrun logs).\n";
+           "(nsrun logs). --timeout ends COMMAND's process group (SIGTERM, then SIGKILL\n"
+           "after the session's --kill-after) with 124. --report FILE (outside the\n"
+           "session's writable directories) or --report-fd N gets this command's launch\n"
+           "report (how it ended, what it used, what was refused to it); --verdict\n"
+           "prints a launch's verdict line when it failed. What is attributed to one\n"
+           "command: docs/sessions.md.\n";
   if (sub == "jobs")
     return "usage: nsrun jobs NAME [--json]\n"
            "\n"

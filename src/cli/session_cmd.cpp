@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "cli/native.hpp"
+#include "launch/report.hpp"
 #include "layers/dirs.hpp"
 #include "policy/json.hpp"
 #include "policy/limits.hpp"
@@ -70,6 +71,10 @@ int start_main(std::span<const std::string> args) {
   if (inv->action != Invocation::Action::run) return usage("session start", "takes the options of a launch only");
   if (!inv->policy.argv.empty())
     return usage("session start", fmt::format("a session starts no command; run it with nsrun exec {} -- COMMAND", o.name));
+  // A session is observed as a launch with --verdict is (session/host.cpp),
+  // so --watch-writes has its reader: each exec's report.
+  o.verdict = inv->policy.verdict;
+  inv->policy.verdict = true;
   if (auto r = validate(inv->policy, false, inv->mount_options); !r) return say(r.error());
   o.idle_timeout_ms = inv->idle_timeout_ms.value_or(0);
   return session::start(inv->policy, o);
@@ -132,13 +137,49 @@ int list_main(std::span<const std::string> args) {
   return 0;
 }
 
+constexpr std::string_view exec_usage =
+    "usage: nsrun exec NAME [--cwd DIR] [--env NAME=VALUE]... [--timeout DURATION] [--background | [--verdict] "
+    "[--report FILE | --report-fd N]] -- COMMAND...";
+
+// Where the exec's report goes, opened before the command runs. A file
+// in a directory the session's commands may write is refused: they run
+// on after this exec (a background job could rewrite the report), so
+// the session is asked which directories those are.
+Result<ReportSink> open_exec_report(int sock, const std::string& path, std::optional<int> fd) {
+  Policy where;
+  where.mode = Mode::read_only;
+  where.preset = false;
+  where.report_fd = fd;
+  where.report_path = path;
+  if (!path.empty()) {
+    json::Value req = json::Value::object();
+    req.set("op", "status");
+    auto reply = request(sock, req);
+    if (!reply) return fail(reply.error());
+    auto dirs = session::strings_field(*reply, "writable");
+    if (!dirs) return fail(usage_error("--report", "the session did not say which directories its commands write"));
+    where.writable = std::move(*dirs);
+  }
+  return ReportSink::open_outside_writable(where);
+}
+
+std::optional<int> fd_number(const std::string& s) {
+  int n = -1;
+  if (s.empty() || s.size() > 9 || s.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  if (std::from_chars(s.data(), s.data() + s.size(), n).ec != std::errc()) return std::nullopt;
+  return n;
+}
+
 int exec_main(std::span<const std::string> args) {
-  if (args.empty() || args[0].starts_with("-"))
-    return usage("exec", "usage: nsrun exec NAME [--cwd DIR] [--env NAME=VALUE]... [--background] -- COMMAND...");
+  if (args.empty() || args[0].starts_with("-")) return usage("exec", exec_usage);
   const std::string name = args[0];
   std::string cwd;
   std::vector<std::string> env;
   bool background = false;
+  bool verdict = false;
+  std::string report_path;
+  std::optional<int> report_fd;
+  uint64_t timeout_ms = 0;
   std::size_t i = 1;
   for (; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -149,6 +190,24 @@ int exec_main(std::span<const std::string> args) {
     if (!a.starts_with("-")) break;
     if (a == "--background") {
       background = true;
+    } else if (a == "--verdict") {
+      verdict = true;
+    } else if (a == "--timeout") {
+      if (i + 1 >= args.size()) return usage(a, "needs a value");
+      auto ms = parse_duration_ms("--timeout", args[++i]);
+      if (!ms) return say(ms.error());
+      if (*ms == 0) return usage("--timeout", "must be above 0");
+      timeout_ms = *ms;
+    } else if (a == "--report" || a == "--report-fd") {
+      if (i + 1 >= args.size()) return usage(a, "needs a value");
+      const std::string& v = args[++i];
+      if (a == "--report") {
+        if (v.empty()) return usage("--report", "empty path");
+        report_path = v;
+      } else {
+        report_fd = fd_number(v);
+        if (!report_fd) return usage("--report-fd", fmt::format("{}: not a descriptor number", printable(v)));
+      }
     } else if (a == "--cwd" || a == "--env") {
       if (i + 1 >= args.size()) return usage(a, "needs a value");
       const std::string& v = args[++i];
@@ -160,13 +219,24 @@ int exec_main(std::span<const std::string> args) {
         env.push_back(v);
       }
     } else {
-      return usage(a, "unknown option of nsrun exec (--cwd DIR, --env NAME=VALUE, --background)");
+      return usage(a, "unknown option of nsrun exec (--cwd DIR, --env NAME=VALUE, --timeout DURATION, --background, "
+                      "--verdict, --report FILE, --report-fd N)");
     }
   }
+  const bool wants_report = verdict || !report_path.empty() || report_fd.has_value();
+  if (background && wants_report)
+    return usage("exec", "--verdict and --report are for a foreground exec (a background job's caller does not wait "
+                         "for its end)");
   if (i >= args.size()) return usage("exec", "no command: nsrun exec NAME -- COMMAND...");
   std::vector<std::string> argv(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
   auto sock = connect_named("exec", name);
   if (!sock) return say(sock.error());
+  ReportSink sink;
+  if (!report_path.empty() || report_fd) {
+    auto opened = open_exec_report(sock->get(), report_path, report_fd);
+    if (!opened) return say(opened.error());
+    sink = std::move(*opened);
+  }
   // Termination requests go to the command (it is in a session of its own,
   // so the terminal's Ctrl-C reaches only this process).
   sigset_t forwarded;
@@ -179,6 +249,8 @@ int exec_main(std::span<const std::string> args) {
   req.set("env", session::strings_value(env));
   if (!cwd.empty()) req.set("cwd", cwd);
   req.set("background", background);
+  if (wants_report) req.set("report", true);
+  if (timeout_ms > 0) req.set("timeout_ms", static_cast<int64_t>(timeout_ms));
   const int stdio[3] = {0, 1, 2};
   if (auto r = session::send_message(sock->get(), req, background ? std::span<const int>() : std::span<const int>(stdio));
       !r)
@@ -205,7 +277,30 @@ int exec_main(std::span<const std::string> args) {
     if (m->eof) return usage("exec", "the session ended");
     const json::Value& v = m->value;
     if (const std::string* error = string_field(v, "error")) fmt::print(stderr, "nsrun: {}\n", printable(*error));
-    if (const auto code = int_field(v, "exit")) return static_cast<int>(*code);
+    if (const auto code = int_field(v, "exit")) {
+      int status = static_cast<int>(*code);
+      // Made by the session's nsrun, as a launch makes its own; printed
+      // when asked here, or by the session's --verdict.
+      const std::string* line = string_field(v, "verdict");
+      if ((verdict || session::bool_field(v, "print_verdict")) && line != nullptr && !line->empty())
+        fmt::print(stderr, "{}\n", *line);
+      else if (const std::string* timed_out = string_field(v, "timed_out"); timed_out != nullptr)
+        fmt::print(stderr, "{}\n", printable(*timed_out));
+      if (!wants_report) return status;
+      const json::Value* report = v.find("report");
+      if (!sink.empty()) {
+        if (report == nullptr || !report->is_object()) {
+          const std::string* why = string_field(v, "report_error");
+          fmt::print(stderr, "nsrun: exec: no report ({})\n", why != nullptr ? printable(*why) : "the session sent none");
+          return status == 0 ? 125 : status;
+        }
+        if (auto w = sink.write(*report); !w) {
+          fmt::print(stderr, "nsrun: {}\n", w.error().message());
+          if (status == 0) status = 125;
+        }
+      }
+      return status;
+    }
     if (background && int_field(v, "job")) {
       fmt::print("{}\n", *int_field(v, "job"));
       return 0;

@@ -40,8 +40,11 @@ struct SessionHooks {
   void (*serve)(const LaunchSpec& spec, Attempt& a, int channel, const sigset_t& original_mask,
                 const CommandSetup& setup, const std::vector<Fd>& keep) = nullptr;
   // nsrun, after PID 1's clone and once --network proxy's process is
-  // forked (nothing forks from nsrun after this, so it may start threads).
-  std::function<void(pid_t pid1)> started;
+  // forked (nothing forks from nsrun after this, so it may start threads);
+  // `proxy`: that proxy, or nullptr.
+  std::function<void(pid_t pid1, egress::Egress* proxy)> started;
+  // Told of each call the session's listener answers (launch/watch.hpp).
+  NotifyTap* tap = nullptr;
 };
 
 // How one launch on a rung ended.

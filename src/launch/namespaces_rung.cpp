@@ -400,7 +400,7 @@ LaunchOutcome run_namespaces(const LaunchSpec& p, Attempt& a) {
   a.words_fd = -1;
   LaunchOutcome result;
   if (!egress_pair) {
-    if (a.session) a.session->started(child);
+    if (a.session) a.session->started(child, nullptr);
     result = supervise(child, channel->parent.get(), p, a, original_mask, "PID 1");
   } else {
     // Started after the clone: the sandbox's processes never inherit the
@@ -420,7 +420,7 @@ LaunchOutcome run_namespaces(const LaunchSpec& p, Attempt& a) {
     }
     if (a.session) {
       wake_proxy_now(**proxy);
-      a.session->started(child);
+      a.session->started(child, proxy->get());
     }
     result = supervise(child, channel->parent.get(), p, a, original_mask, "PID 1", proxy->get());
     a.egress_decisions = (*proxy)->stop();

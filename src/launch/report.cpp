@@ -298,7 +298,11 @@ Result<Fd> open_parent(const std::string& report, const std::string& dir, const 
 
 }  // namespace
 
-Result<ReportSink> ReportSink::open(const Policy& policy) {
+Result<ReportSink> ReportSink::open(const Policy& policy) { return open(policy, false); }
+
+Result<ReportSink> ReportSink::open_outside_writable(const Policy& policy) { return open(policy, true); }
+
+Result<ReportSink> ReportSink::open(const Policy& policy, bool outside_writable) {
   ReportSink sink;
   if (policy.report_fd) {
     const int flags = ::fcntl(*policy.report_fd, F_GETFL);
@@ -312,8 +316,12 @@ Result<ReportSink> ReportSink::open(const Policy& policy) {
   if (!parts) return fail(parts.error());
   // The parent is resolved once, here, before the command exists; a later
   // rename of a directory on the way changes nothing for this fd.
-  auto dir = open_parent(sink.path_, parts->first, writable_roots(policy));
+  const std::vector<Identity> roots = writable_roots(policy);
+  auto dir = open_parent(sink.path_, parts->first, roots);
   if (!dir) return fail(dir.error());
+  if (outside_writable && inside(dir->get(), roots))
+    return fail(refuse(sink.path_, "is in a directory the session's commands may write (one could change the report "
+                                   "after it is written); give a path outside it, or --report-fd"));
   sink.dir_ = std::move(*dir);
   sink.name_ = std::move(parts->second);
   struct stat st{};
@@ -393,9 +401,11 @@ Result<void> ReportSink::replace_entry(std::string_view text) {
   return written;
 }
 
-Result<void> ReportSink::write(const LaunchReport& report) {
+Result<void> ReportSink::write(const LaunchReport& report) { return write(to_json(report)); }
+
+Result<void> ReportSink::write(const json::Value& report) {
   if (empty()) return {};
-  const std::string text = json::dump(to_json(report), false) + "\n";
+  const std::string text = json::dump(report, false) + "\n";
   if (fd_ >= 0)
     if (auto r = write_all(fd_, text, "write report", "--report-fd"); !r) return r;
   if (file_) return write_file(text);

@@ -95,18 +95,25 @@ class ReportSink {
   // a symlink, anything not a regular file, a file with other hard links
   // (truncating it would change them too), a descriptor not open for writing.
   static Result<ReportSink> open(const Policy& policy);
+  // The same, for a report written after the command while other commands
+  // of its sandbox may still run (a session's exec): a file in a directory
+  // those may write (`policy`'s writable roots and binds) is refused too.
+  static Result<ReportSink> open_outside_writable(const Policy& policy);
 
   // Writes the report. When the name no longer refers to the file opened
   // before the run (the command removed or replaced it), the report is put
   // in place with a rename of a fresh file, which replaces the entry without
   // writing through it; the file held from before is left as it is.
   Result<void> write(const LaunchReport& report);
+  // A report made elsewhere by nsrun (a session's, to_json() there).
+  Result<void> write(const json::Value& report);
 
   bool empty() const { return !file_ && fd_ < 0; }
   // The file opened for a path, taken out (for --network-log).
   Fd take_file() { return std::move(file_); }
 
  private:
+  static Result<ReportSink> open(const Policy& policy, bool outside_writable);
   Result<void> write_file(std::string_view text);
   Result<void> replace_entry(std::string_view text);
 

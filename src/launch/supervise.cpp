@@ -113,6 +113,7 @@ LaunchOutcome supervise(pid_t child, int channel, const LaunchSpec& p, Attempt& 
   watching.notify_key = p.seccomp_notify_key;
   watching.notify_handler = a.notify_handler;
   watching.writes = p.write_scope;
+  if (a.session) watching.tap = a.session->tap;
   // --network proxy: its process starts at the first connection or query.
   if (proxy != nullptr) {
     watching.wake_fds = proxy->wake_fds();

@@ -57,6 +57,7 @@ Verdict watch(const WatchSetup& s) {
   // watched call the rules do not refuse is continued.
   auto active = [&]() -> const Fd& { return words.listener ? words.listener : words.watch_listener; };
   bool sync_asked = false;
+  bool tap_told = false;
   auto serve = [&](int fd) {
     Notification n = Notification::receive(fd);
     if (!n) return errno == EINTR || errno == ENOENT;
@@ -66,8 +67,18 @@ Verdict watch(const WatchSetup& s) {
     const std::string_view name = precompiled_syscall_name(call.data.nr);
     std::array<uint64_t, 6> args{};
     for (std::size_t i = 0; i < args.size(); ++i) args[i] = call.data.args[i];
-    if (writes && !name.empty() && watch_continues(log.spec(), name, args)) writes->answer(fd, call);
-    else log.answer(fd, call);
+    // Who asked, read while the call waits; kept only if it still does
+    // (the pid was not reused meanwhile).
+    int64_t who = s.tap != nullptr ? s.tap->identify(static_cast<pid_t>(call.pid)) : 0;
+    if (who != 0 && ::ioctl(fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &call.id) != 0) who = 0;
+    if (writes && !name.empty() && watch_continues(log.spec(), name, args)) {
+      std::vector<WriteAttempt> seen;
+      writes->answer(fd, call, who != 0 ? &seen : nullptr);
+      for (const auto& w : seen) s.tap->write(who, w);
+    } else {
+      const Denial& d = log.answer(fd, call);
+      if (who != 0) s.tap->denial(who, call, d);
+    }
     return true;
   };
   bool woken = s.wake_fds.empty();
@@ -93,6 +104,10 @@ Verdict watch(const WatchSetup& s) {
     if (pid < 0 && errno == ECHILD) break;
 
     receive_words(s.words_fd, words);
+    if (s.tap != nullptr && !tap_told && words.listener) {
+      tap_told = true;
+      s.tap->listening();
+    }
     if (writes && active() && !sync_asked) {
       // --watch-writes makes a round trip of every write call: the
       // notification then wakes nsrun on the caller's CPU, and the answer

@@ -80,6 +80,20 @@ struct Verdict {
 // adds its count to the one already there.
 void add_refusal(Verdict& v, Refusal r);
 
+// A session's attribution of what the listener answered to one exec
+// (session/ledger.hpp). `identify` runs while the call waits, so the pid
+// still names its caller (checked live after it); the others once the
+// call is answered. 0: the caller is nobody's to report.
+class NotifyTap {
+ public:
+  virtual ~NotifyTap() = default;
+  virtual int64_t identify(pid_t pid) = 0;
+  virtual void denial(int64_t who, const seccomp_notif& call, const Denial& d) = 0;
+  virtual void write(int64_t who, const WriteAttempt& w) = 0;
+  // The listener arrived: refusals are observed from here on.
+  virtual void listening() = 0;
+};
+
 struct WatchSetup {
   pid_t child = -1;
   bool child_is_command = false;     // no PID 1 / supervisor in between
@@ -100,6 +114,7 @@ struct WatchSetup {
   // proxy's thread starts on demand).
   std::vector<int> wake_fds;
   std::function<void()> wake;
+  NotifyTap* tap = nullptr;            // a session's: each answered call, with its caller's identity
 };
 
 // Waits for `child` to end (it was started with the launch's signals

@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -306,6 +307,8 @@ struct Egress::State {
   std::mutex mutex;
   std::condition_variable idle;
   std::vector<Decision> decisions;
+  std::function<void(const Decision&)> observer;
+  bool reading = false;  // nsrun's reader holds a message it has not recorded yet
   // The proxy's side.
   bool in_proxy = false;
   std::set<int> open;  // every socket a worker uses, shut down at the end
@@ -324,6 +327,7 @@ struct Egress::State {
     d.time = now_rfc3339();
     const std::lock_guard lock(mutex);
     if (config.log_fd >= 0) (void)send_line(json::dump(to_json(d), false) + "\n");
+    if (observer) observer(d);
     if (decisions.size() < max_listed_decisions) {
       decisions.push_back(std::move(d));
       return;
@@ -1045,21 +1049,48 @@ bool arrange_fds(int ctl, const std::array<int, 3>& listeners) {
 // nsrun: the proxy's messages, until it ends.
 void read_messages(State& s) {
   std::string buf(max_decision_message, '\0');
+  auto done_reading = [&] {
+    const std::lock_guard lock(s.mutex);
+    s.reading = false;
+    s.idle.notify_all();
+  };
   while (true) {
-    const ssize_t n = ::recv(s.ctl.get(), buf.data(), buf.size(), MSG_TRUNC);
-    if (n < 0 && errno == EINTR) continue;
+    // Marked as being read while still in the socket (settle() sees
+    // either the bytes queued or the mark).
+    struct pollfd pfd{s.ctl.get(), POLLIN, 0};
+    if (::poll(&pfd, 1, -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    {
+      const std::lock_guard lock(s.mutex);
+      s.reading = true;
+    }
+    const ssize_t n = ::recv(s.ctl.get(), buf.data(), buf.size(), MSG_TRUNC | MSG_DONTWAIT);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) {
+      done_reading();
+      continue;
+    }
     if (n <= 0) break;
-    if (static_cast<std::size_t>(n) > buf.size()) continue;  // not one nsrun's proxy writes
+    if (static_cast<std::size_t>(n) > buf.size()) {  // not one nsrun's proxy writes
+      done_reading();
+      continue;
+    }
     const std::string_view m(buf.data(), static_cast<std::size_t>(n));
     if (m[0] == 'D') {
       if (auto d = decode_decision(m)) s.record(std::move(*d));
+      done_reading();
     } else if (m[0] == 'E') {
+      done_reading();
       fmt::print(stderr, "nsrun: --network proxy: the proxy could not confine itself ({}); the sandbox's connections are refused\n",
                  printable(m.substr(1), 512));
+    } else {
+      done_reading();
     }
   }
   const std::lock_guard lock(s.mutex);
   s.reader_done = true;
+  s.reading = false;
   s.idle.notify_all();
 }
 
@@ -1116,6 +1147,26 @@ Result<std::unique_ptr<Egress>> Egress::start_on(const EgressConfig& config, Fd 
 
 Result<std::unique_ptr<Egress>> Egress::start(const EgressConfig& config, Fd from_sandbox) {
   return start(config, std::move(from_sandbox), Fd());
+}
+
+void Egress::observe(std::function<void(const Decision&)> observer) {
+  if (!state_) return;
+  const std::lock_guard lock(state_->mutex);
+  state_->observer = std::move(observer);
+}
+
+std::function<bool(int)> Egress::settler() {
+  return [state = state_](int max_ms) {
+    if (!state) return true;
+    State& s = *state;
+    std::unique_lock lock(s.mutex);
+    if (!s.reader) return true;  // no proxy ran: nothing is on its way
+    return s.idle.wait_for(lock, std::chrono::milliseconds(max_ms), [&] {
+      if (s.reader_done || !s.ctl) return true;
+      int queued = 0;
+      return !s.reading && ::ioctl(s.ctl.get(), FIONREAD, &queued) == 0 && queued == 0;
+    });
+  };
 }
 
 void Egress::record(Decision d) {

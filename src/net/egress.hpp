@@ -117,6 +117,14 @@ class Egress {
   // A decision made outside the proxy (net/connector.hpp), into the same
   // list and log.
   void record(Decision d);
+  // Called in nsrun with each decision as it is recorded (a session's
+  // per-exec attribution), under the proxy's lock: it must not call back.
+  void observe(std::function<void(const Decision&)> observer);
+  // A function that returns once nsrun has recorded every decision the
+  // proxy sent so far (the proxy sends a refusal before it answers the
+  // client), or after its argument's milliseconds (false then). It holds
+  // the proxy's state: callable after stop() and this object's end.
+  std::function<bool(int max_ms)> settler();
   // The Landlock rung: a source port nsrun bound for the command's
   // connection to the proxy (`made`), or gave up (announced_peers_only).
   void announce(uint16_t port, bool made);

@@ -65,7 +65,7 @@ bool DenialLog::serve(int listener) {
   return true;
 }
 
-void DenialLog::answer(int listener, const seccomp_notif& n) {
+const Denial& DenialLog::answer(int listener, const seccomp_notif& n) {
   const NotifySizes& s = notify_sizes();
   const seccomp_notif* notif = &n;
   auto resp_buf = std::make_unique<unsigned char[]>(s.resp);
@@ -89,7 +89,7 @@ void DenialLog::answer(int listener, const seccomp_notif& n) {
   auto it = std::find_if(denials_.begin(), denials_.end(), [&](const Denial& d) { return d.nr == nr; });
   if (it != denials_.end()) {
     ++it->count;
-    return;
+    return *it;
   }
   Denial d;
   d.nr = nr;
@@ -98,6 +98,7 @@ void DenialLog::answer(int listener, const seccomp_notif& n) {
   d.first_pid = static_cast<pid_t>(notif->pid);
   d.args = fmt::format("{:#x}, {:#x}, {:#x}", notif->data.args[0], notif->data.args[1], notif->data.args[2]);
   denials_.push_back(std::move(d));
+  return denials_.back();
 }
 
 }  // namespace nsrun

@@ -93,8 +93,9 @@ class DenialLog {
   // errno (EPERM when no rule says otherwise).
   // Returns false when the listener has no more filter users.
   bool serve(int listener);
-  // Answers one received notification with its rule's errno, and counts it.
-  void answer(int listener, const seccomp_notif& notif);
+  // Answers one received notification with its rule's errno, and counts
+  // it; returns its entry (this call's syscall, first seen as it says).
+  const Denial& answer(int listener, const seccomp_notif& notif);
   const FilterSpec& spec() const;
   const std::vector<Denial>& denials() const { return denials_; }
 

@@ -103,15 +103,16 @@ class WriteLog {
   explicit WriteLog(WriteScope scope) : scope_(std::move(scope)) {}
   // For one received notification that watch_continues(): reads its paths,
   // answers CONTINUE (or the guard's EROFS, guard_errno()), then records
-  // what lies outside the scope.
-  void answer(int listener, const seccomp_notif& notif);
+  // what lies outside the scope; `recorded`, when given, gets this call's
+  // attempts (count 1 each).
+  void answer(int listener, const seccomp_notif& notif, std::vector<WriteAttempt>* recorded = nullptr);
   // The Landlock rung's private TMPDIR, learnt when the listener arrives.
   void set_private_tmpdir(std::string dir) { scope_.tmpdir = std::move(dir); }
   const std::vector<WriteAttempt>& attempts() const { return attempts_; }
   uint64_t dropped() const { return dropped_; }
 
  private:
-  void record(std::string path, std::string_view syscall, pid_t pid, int refused);
+  void record(std::string path, std::string_view syscall, pid_t pid, int refused, std::vector<WriteAttempt>* recorded);
 
   WriteScope scope_;
   std::vector<WriteAttempt> attempts_;

@@ -93,7 +93,7 @@ int guard_errno(const WriteScope& scope, std::string_view syscall, const std::ve
   return 0;
 }
 
-void WriteLog::answer(int listener, const seccomp_notif& n) {
+void WriteLog::answer(int listener, const seccomp_notif& n, std::vector<WriteAttempt>* recorded) {
   const seccomp_notif* notif = &n;
   const pid_t pid = static_cast<pid_t>(notif->pid);
   const auto& args = notif->data.args;
@@ -151,15 +151,20 @@ void WriteLog::answer(int listener, const seccomp_notif& n) {
 
   if (!valid) return;
   for (auto& p : paths)
-    if (!p.empty() && p.front() == '/') record(std::move(p), syscall, pid, refused);
+    if (!p.empty() && p.front() == '/') record(std::move(p), syscall, pid, refused, recorded);
 }
 
-void WriteLog::record(std::string path, std::string_view syscall, pid_t pid, int refused) {
+void WriteLog::record(std::string path, std::string_view syscall, pid_t pid, int refused,
+                      std::vector<WriteAttempt>* recorded) {
   const WritePlace where = classify(scope_, path);
   if (where == WritePlace::writable || where == WritePlace::kernel) return;
   // The guard alone records what it refused, and only the protected path
   // of the two a rename names.
   if (!scope_.watch_all && (refused == 0 || where != WritePlace::protected_)) return;
+  if (recorded != nullptr)
+    recorded->push_back(WriteAttempt{path, std::string(syscall), where, 1, pid,
+                                     where == WritePlace::protected_ ? protected_entry(scope_, path) : std::string(),
+                                     refused});
   auto it = std::find_if(attempts_.begin(), attempts_.end(),
                          [&](const WriteAttempt& a) { return a.path == path && a.syscall == syscall; });
   if (it != attempts_.end()) {

@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <functional>
 #include <map>
 #include <optional>
 #include <vector>
@@ -28,10 +29,13 @@
 #include "launch/ladder.hpp"
 #include "launch/namespaces_rung.hpp"
 #include "launch/protect_watch.hpp"
+#include "launch/refusals.hpp"
 #include "launch/report.hpp"
 #include "launch/spec.hpp"
 #include "layers/dirs.hpp"
 #include "layers/session.hpp"
+#include "session/exec_report.hpp"
+#include "session/ledger.hpp"
 #include "session/paths.hpp"
 #include "session/pid1.hpp"
 #include "session/wire.hpp"
@@ -95,6 +99,18 @@ struct Job {
   Fd log;
   uint64_t total = 0;  // bytes of output so far
   uint64_t base = 0;   // the first of them in the current log file
+  // A foreground exec that asked for a report (nsrun exec --report,
+  // --verdict): when its command started, and the other jobs that ran
+  // while it did.
+  bool report = false;
+  uint64_t started_ns = 0;
+  std::vector<int64_t> beside;
+  // nsrun exec --timeout: SIGTERM to its process group at the deadline,
+  // SIGKILL the session's --kill-after later; it then ends with 124.
+  uint64_t timeout_ms = 0;
+  uint64_t deadline_ns = 0;  // 0: none (pending)
+  bool timed_out = false;
+  bool killed = false;
 };
 
 struct Waiter {
@@ -120,6 +136,18 @@ class Server {
   // Set before the wake of a launch that is tried again (the home's
   // overlay refused): the control socket stays for the next attempt.
   std::atomic<bool> retrying{false};
+  // Each exec's report: what the listener and the proxy refused,
+  // attributed (session/ledger.hpp), and what every report shares.
+  Ledger ledger;
+  SessionReportBase report_base;
+  // --network proxy: waits until every decision the proxy sent is
+  // recorded (egress::Egress::settler()); empty without a proxy.
+  std::function<bool(int)> settle_egress;
+  // The host directories the session's commands may write, for a caller
+  // that puts a report outside them (`status`).
+  std::vector<std::string> writable_dirs;
+  bool verdict_default = false;  // session start --verdict
+  uint64_t kill_after_ms = 2000;  // the session's --kill-after, for an exec's --timeout
 
   void run();
 
@@ -148,6 +176,9 @@ class Server {
   void read_output(Job& job);
   void answer_waiters();
   json::Value job_json(const Job& j) const;
+  void add_report(Job& job, ExecEnd end, json::Value& reply);
+  void signal_job(int64_t id, int sig);
+  int expire_jobs();
   void finish(int code);
 };
 
@@ -212,6 +243,10 @@ void Server::exec(int fd, const json::Value& req, std::vector<Fd>& fds) {
   }
   const std::string* cwd = string_field(req, "cwd");
   const bool background = bool_field(req, "background");
+  const bool asked = bool_field(req, "report");
+  const std::optional<int64_t> timeout_ms = int_field(req, "timeout_ms");
+  // The session's --verdict: every foreground exec's verdict is made.
+  const bool report = asked || (verdict_default && !background);
   auto refuse = [&](std::string why) {
     json::Value v = object();
     v.set("error", "exec: " + why);
@@ -223,9 +258,13 @@ void Server::exec(int fd, const json::Value& req, std::vector<Fd>& fds) {
     if (e.find('=') == std::string::npos || e.front() == '=') return refuse("env entries are NAME=VALUE");
   if (!background && fds.size() != 3) return refuse("a foreground exec passes 3 descriptors (stdin, stdout, stderr)");
   if (background && !fds.empty()) return refuse("a background exec passes no descriptors");
+  if (background && asked) return refuse("a report is for a foreground exec (its caller waits for it)");
+  if (req.find("timeout_ms") != nullptr && (!timeout_ms || *timeout_ms <= 0))
+    return refuse("timeout_ms is a number of milliseconds above 0");
   if (stopping_) return refuse("the session is stopping");
   Job job;
   job.id = next_job_++;
+  job.timeout_ms = static_cast<uint64_t>(timeout_ms.value_or(0));
   job.argv = *argv;
   job.background = background;
   Fd write_end;
@@ -240,6 +279,18 @@ void Server::exec(int fd, const json::Value& req, std::vector<Fd>& fds) {
     if (!job.log) return refuse(fmt::format("log {}: {}", file, std::strerror(errno)));
   }
   job.client = fd;
+  // Every exec's window opens beside those already open: each lists the
+  // others that ran while it did (their egress denials are not its own).
+  for (auto& [id, other] : jobs_) {
+    const bool running = other.state == "running" || other.state == "starting";
+    if (!running) continue;
+    if (other.report) other.beside.push_back(job.id);
+    if (report) job.beside.push_back(id);
+  }
+  if (report) {
+    job.report = true;
+    ledger.expect(job.id);
+  }
   json::Value start = object();
   start.set("op", "start");
   start.set("job", job.id);
@@ -250,6 +301,7 @@ void Server::exec(int fd, const json::Value& req, std::vector<Fd>& fds) {
   if (background) pass.push_back(write_end.get());
   for (const auto& f : fds) pass.push_back(f.get());
   if (!send_message(to_pid1.get(), start, pass)) {
+    if (report) (void)ledger.close(job.id);
     stop_session();
     return refuse("the session ended");
   }
@@ -314,6 +366,7 @@ void Server::client_message(int fd) {
     r.set("running_jobs", running);
     r.set("idle_timeout_ms", static_cast<int64_t>(idle_ms));
     if (!run_id.empty()) r.set("run_id", run_id);
+    r.set("writable", strings_value(writable_dirs));
   } else if (*op == "output") {
     const auto id = int_field(m->value, "job");
     const auto offset = int_field(m->value, "offset");
@@ -406,10 +459,48 @@ void Server::pid1_message() {
     job.state = "running";
     job.pid = *pid;
     r.set("started", true);
+    if (job.timeout_ms > 0) job.deadline_ns = Timeline::now_ns() + job.timeout_ms * 1'000'000;
+    if (job.report) {
+      job.started_ns = Timeline::now_ns();
+      ledger.open(job.id, *pid);
+    }
   } else if (const auto exit = int_field(v, "exit")) {
     job.state = "exited";
     job.exit = static_cast<int>(*exit);
-    r.set("exit", *exit);
+    // Ended at its --timeout: 124, and the launch's line saying so (exit
+    // 124 alone does not tell the caller that nsrun ended it).
+    if (job.timed_out) {
+      job.exit = 124;
+      Verdict said;
+      said.started = true;
+      said.ended.how = "timeout";
+      said.ended.killed = job.killed;
+      RefusalFacts facts;
+      facts.timeout_ms = job.timeout_ms;
+      facts.kill_after_ms = kill_after_ms;
+      collect_refusals(said, facts);
+      r.set("timed_out", timeout_line(said));
+    }
+    job.deadline_ns = 0;
+    r.set("exit", *job.exit);
+    if (job.report) {
+      // PID 1's numbers, read as hostile: bounded, never negative.
+      auto count = [&](std::string_view key) {
+        return static_cast<uint64_t>(std::clamp<int64_t>(int_field(v, key).value_or(0), 0, INT64_MAX / 1024));
+      };
+      ExecEnd end;
+      end.code = job.exit.value_or(125);
+      end.timed_out = job.timed_out;
+      end.killed = job.killed;
+      end.timeout_ms = job.timeout_ms;
+      end.kill_after_ms = kill_after_ms;
+      if (const auto status = int_field(v, "status"); status && *status >= 0 && *status <= 0xffff)
+        end.wait_status = static_cast<int>(*status);
+      end.user_us = count("user_us");
+      end.sys_us = count("sys_us");
+      end.maxrss_kb = count("maxrss_kb");
+      add_report(job, std::move(end), r);
+    }
   } else if (const std::string* error = string_field(v, "error")) {
     job.state = "failed";
     job.error = error->substr(0, 4096);
@@ -418,6 +509,13 @@ void Server::pid1_message() {
     r.set("error", job.error);
     job.pipe.reset();
     job.log.reset();
+    if (job.report) {
+      ExecEnd end;
+      end.how = ExecEnd::How::failed;
+      end.code = *job.exit;
+      end.error = job.error;
+      add_report(job, std::move(end), r);
+    }
   } else {
     return stop_session();
   }
@@ -429,6 +527,64 @@ void Server::pid1_message() {
   answer_waiters();
 }
 
+// The exec's report and verdict line, into its last reply. Its window
+// closes here: the proxy's decisions on their way are waited for (a
+// bounded wait: the proxy sends a refusal before the client hears it).
+void Server::add_report(Job& job, ExecEnd end, json::Value& reply) {
+  job.report = false;
+  if (settle_egress) (void)settle_egress(250);
+  const ExecObservations obs = ledger.close(job.id);
+  if (job.client < 0) return;
+  if (job.started_ns != 0) end.wall_us = (Timeline::now_ns() - job.started_ns) / 1000;
+  end.beside = job.beside;
+  // Egress denials to tell apart, and no other job ran: what earlier
+  // commands left running could have made them too.
+  if (!obs.egress.empty() && end.beside.empty() && job.pid > 0) end.strays = ledger.others_in_session(pid1, job.pid);
+  const LaunchReport report = exec_report(report_base, end, obs);
+  // One reply is one packet of at most max_message bytes, with the rest
+  // of the reply beside the report.
+  json::Value j = bounded_json(report, max_message - 8 * 1024);
+  if (json::dump(j, false).size() <= max_message - 8 * 1024) reply.set("report", std::move(j));
+  else reply.set("report_error", "the report does not fit in one message");
+  std::string line = verdict_line(report.verdict);
+  if (line.size() > 4096) line.resize(4096);
+  reply.set("verdict", line);
+  if (verdict_default) reply.set("print_verdict", true);
+}
+
+void Server::signal_job(int64_t id, int sig) {
+  json::Value k = object();
+  k.set("op", "kill");
+  k.set("job", id);
+  k.set("signal", sig);
+  if (!send_message(to_pid1.get(), k)) stop_session();
+}
+
+// The exec timeouts due: SIGTERM first, SIGKILL kill_after_ms later.
+// Returns the milliseconds to the next deadline, -1: none.
+int Server::expire_jobs() {
+  const uint64_t now = Timeline::now_ns();
+  uint64_t next = 0;
+  for (auto& [id, job] : jobs_) {
+    if (job.deadline_ns == 0) continue;
+    if (job.deadline_ns <= now) {
+      if (!job.timed_out) {
+        job.timed_out = true;
+        job.deadline_ns = now + kill_after_ms * 1'000'000;
+        signal_job(id, SIGTERM);
+      } else {
+        job.killed = true;
+        job.deadline_ns = 0;
+        signal_job(id, SIGKILL);
+        continue;
+      }
+    }
+    if (next == 0 || job.deadline_ns < next) next = job.deadline_ns;
+  }
+  if (next == 0) return -1;
+  return static_cast<int>(std::min<uint64_t>((next - now + 999'999) / 1'000'000, INT_MAX));
+}
+
 void Server::finish(int code) {
   for (auto& [id, job] : jobs_) {
     while (job.pipe) read_output(job);  // every writer is dead: bounded by what is buffered
@@ -437,8 +593,16 @@ void Server::finish(int code) {
       r.set("job", id);
       r.set("exit", code);
       r.set("error", code == 124 ? "the session's time limit ended it" : "the session ended");
+      if (job.report) {
+        ExecEnd end;
+        end.how = ExecEnd::How::session_ended;
+        end.code = code;
+        end.session_timeout = code == 124;
+        add_report(job, std::move(end), r);
+      }
       send(job.client, r);
     }
+    if (job.report) (void)ledger.close(id);
   }
   for (auto& w : waiters_) {
     json::Value r = object();
@@ -453,6 +617,7 @@ void Server::run() {
   stopping_ = false;
   started = ::time(nullptr);
   own_depth_ = pidns_depth(::getpid());
+  ledger.set_depth(own_depth_);
   last_activity_ = now_ms();
   while (true) {
     std::vector<struct pollfd> pfds;
@@ -479,6 +644,7 @@ void Server::run() {
       }
       timeout = static_cast<int>(std::min<uint64_t>(idle_ms - idle, INT_MAX));
     }
+    if (const int due = expire_jobs(); due >= 0) timeout = timeout < 0 ? due : std::min(timeout, due);
     if (::poll(pfds.data(), pfds.size(), timeout) < 0) {
       if (errno == EINTR) continue;
       stop_session();
@@ -582,12 +748,50 @@ struct Daemon {
   // The session's spec, const from here on; what its run learns is the
   // attempt's, with the session's hooks (launch/attempt.hpp).
   const LaunchSpec& spec = *prepared;
+  // What every exec's report shares (session/exec_report.hpp).
+  {
+    LaunchReport& base = d.server.report_base.report;
+    base.rung = "namespaces";
+    base.mode = policy.mode;
+    base.proc = spec.plan.proc;
+    base.host_backend = policy.host_backend;
+    base.seccomp = policy.seccomp;
+    base.rungs = {RungReport{"namespaces", true, {}, {}}};
+    base.hidden_credentials = layers->policy().hidden_paths;
+    base.seccomp_filter = !spec.seccomp.empty();
+    base.verdict.limits = spec.limits.decisions;
+    base.layers.run_id = layers->run_id();
+    if (!layers->run_id().empty()) base.layers.run_layer = layers->policy().layers.workspace.upper;
+    if (!layers->policy().layers.home.empty()) base.layers.home = name(layers->policy().home);
+    RefusalFacts& facts = d.server.report_base.facts;
+    facts = refusal_facts(layers->policy(), false);
+    facts.seccomp_filter = base.seccomp_filter;
+    d.server.report_base.proxy = spec.egress.has_value();
+    // As ReportSink counts them (launch/report.cpp), and the layers'
+    // upper directories, which the commands write through their overlays.
+    const Policy& lp = layers->policy();
+    std::vector<std::string>& dirs = d.server.writable_dirs;
+    dirs = lp.writable;
+    if (lp.mode == Mode::workspace_write && lp.preset) dirs.push_back(lp.workspace);
+    for (const auto& m : lp.mounts)
+      if (m.kind == MountOp::Kind::bind || m.kind == MountOp::Kind::dev_bind || m.kind == MountOp::Kind::overlay)
+        dirs.push_back(m.source);
+    for (const std::string* upper : {&lp.layers.workspace.upper, &lp.layers.home_layer.upper})
+      if (!upper->empty()) dirs.push_back(*upper);
+  }
   SessionHooks hooks;
   hooks.serve = serve_in_sandbox;
+  hooks.tap = &d.server.ledger;
   // Called once --network proxy's process is forked: the thread below is
   // the first of this process.
-  hooks.started = [&](pid_t pid1) {
+  hooks.started = [&](pid_t pid1, egress::Egress* proxy) {
     pid1_end.reset();
+    if (proxy != nullptr) {
+      proxy->observe([ledger = &d.server.ledger](const egress::Decision& decision) { ledger->decision(decision); });
+      d.server.settle_egress = proxy->settler();
+    } else {
+      d.server.settle_egress = nullptr;
+    }
     d.server.pid1 = pid1;
     d.server.pid1_fd.reset(static_cast<int>(::syscall(SYS_pidfd_open, pid1, 0)));
     if (!d.server.pid1_fd) {
@@ -682,8 +886,8 @@ int start(const Policy& in, const StartOptions& o) {
   if (in.backend == Backend::landlock) return refuse(fmt::format("--backend landlock: {}", landlock_refusal()));
   if (!in.cap_add.empty()) return refuse("--cap-add: a session's commands keep no capabilities");
   if (in.as_pid_1 || !in.ns.pid) return refuse("a session needs its own PID 1 (no --as-pid-1, a PID namespace)");
-  if (!in.report_path.empty() || in.report_fd || in.watch_writes)
-    return refuse("--report and --watch-writes are for one command, not a session");
+  if (!in.report_path.empty() || in.report_fd)
+    return refuse("--report is for one command: nsrun exec NAME --report FILE -- COMMAND");
   if (!in.pass_fds.empty() || in.block_fd || in.userns_block_fd || in.info_fd || in.json_status_fd || in.userns_fd ||
       in.pidns_fd || !in.seccomp_fds.empty())
     return refuse("descriptors of the caller (--pass-fd, status and namespace fds) are for one command");
@@ -702,6 +906,9 @@ int start(const Policy& in, const StartOptions& o) {
   // A command of the session sees neither the control sockets nor the
   // logs (every session's): both are covered as the well-known sockets are.
   Policy policy = in;
+  // Observed, as a launch with --verdict is (the refusing rules notify
+  // nsrun): any exec may ask for its report. Only refused calls pay.
+  policy.verdict = true;
   for (const auto& dir : {where.sockets, where.state})
     if (const std::string real = canonical(dir); !real.empty()) policy.hidden_sockets.push_back(real + "/");
   Fd log(::openat(own->get(), "session.log", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
@@ -754,6 +961,8 @@ int start(const Policy& in, const StartOptions& o) {
     d.server.ready = std::move(ready_write);
     d.server.wake = std::move(wake);
     d.server.idle_ms = o.idle_timeout_ms;
+    d.server.verdict_default = o.verdict;
+    d.server.kill_after_ms = policy.limits.kill_after_ms;
     daemon_main(policy, d, std::move(pid1_end));
   }
   listener->reset();

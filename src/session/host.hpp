@@ -19,6 +19,7 @@ namespace nsrun::session {
 struct StartOptions {
   std::string name;
   uint64_t idle_timeout_ms = 0;  // 0: none. The whole-session limit is the launch's --timeout.
+  bool verdict = false;          // --verdict: every foreground exec prints its verdict line
 };
 
 // Returns the caller's exit status once the session is ready (0) or has

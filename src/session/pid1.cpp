@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -122,13 +123,20 @@ struct Pid1 {
   void reap() {
     while (true) {
       int status = 0;
-      const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+      struct rusage ru{};
+      const pid_t pid = ::wait4(-1, &status, WNOHANG, &ru);
       if (pid <= 0) return;
       auto it = running.find(pid);
       if (it == running.end()) continue;  // an orphan of the session
       json::Value r = json::Value::object();
       r.set("job", it->second);
       r.set("exit", exit_status(status));
+      // For the exec's report: the raw status (a signal told from an exit
+      // with 128+N) and what the command and the children it waited for used.
+      r.set("status", static_cast<int64_t>(status));
+      r.set("user_us", static_cast<int64_t>(ru.ru_utime.tv_sec) * 1'000'000 + ru.ru_utime.tv_usec);
+      r.set("sys_us", static_cast<int64_t>(ru.ru_stime.tv_sec) * 1'000'000 + ru.ru_stime.tv_usec);
+      r.set("maxrss_kb", static_cast<int64_t>(ru.ru_maxrss));
       running.erase(it);
       reply(r);
     }
@@ -197,8 +205,11 @@ void serve_in_sandbox(const LaunchSpec& p, Attempt& a, int channel, const sigset
   for (const auto& fd : keep) held.push_back(fd.get());
   sys::close_all_but(held);
   // The sandbox's own /dev/null on 0, 1, 2: PID 1 keeps nothing of the
-  // caller's stdio (nor of nsrun's log).
-  const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  // caller's stdio (nor of nsrun's log), writes to none of them, and a
+  // background job's stdin is this one. Read-only: nsrun serves the
+  // listener only once the channel is closed, and with --watch-writes an
+  // open for writing is one of the calls it is sent (seccomp/writes.hpp).
+  const int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (null < 0) {
     send_error(channel, sys_error(Operation::open, "/dev/null"));
     ::_exit(125);
