@@ -247,15 +247,16 @@ OptionSetter capability(bool add) {
 //     command line and/or bwrap's (bwrap's list is bubblewrap 0.11's: add
 //     there only what bwrap has, with bwrap's meaning); an empty name
 //     leaves a dialect out;
-//   - `json`: the Policy JSON field it sets, when the option is exactly
-//     that field (policy_json.cpp must read it; tests/unit/options_test.cpp
-//     checks that, and wants a sample value for it);
+//   - `json`: the key of the Policy field it sets, when the option is
+//     exactly that field (a row of policy_fields() in
+//     src/policy/policy_json.cpp; tests/unit/policy_fields_test.cpp checks
+//     that, and wants a sample value for it);
 //   - `arity` and the setter: a small function of OptionCall (the Policy,
 //     the values, the dialect's state) that parses the values and stores
 //     them; errors name `c.name`, the option as the caller spelled it;
 //   - a line in docs/nsrun.1 for a native option (options_test checks it).
-// E.g. a native option mirroring a new Policy field `egress` (read and
-// written in policy_json.cpp):
+// E.g. a native option mirroring a new Policy field `egress` (its row in
+// policy_fields(): row("egress", strings_field(&Policy::egress))):
 //   {.native = {"--egress", "HOST", "allow connections to HOST (repeatable)"},
 //    .json = "egress", .arity = 1, .set = append_string(&Policy::egress)},
 // The native loop (src/cli/native.cpp) and the bwrap loop (src/cli/bwrap.cpp)

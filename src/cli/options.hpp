@@ -111,10 +111,10 @@ struct OptionSpec {
   Spelling native;
   std::string_view native_short;  // "-h"; empty: none
   Spelling bwrap;
-  // The Policy JSON field this option sets to the same value (a list
-  // option appends to that list); empty: the option has no 1:1 field.
-  // tests/unit/options_test.cpp checks that policy_json reads each one and
-  // that option and field give the same Policy.
+  // The key of the Policy's row (policy_fields(), policy/policy_json.hpp)
+  // this option sets to the same value (a list option appends to that
+  // list); empty: the option has no 1:1 field. tests/unit/policy_fields_test.cpp
+  // checks that the row exists and that option and row give the same Policy.
   std::string_view json;
   int arity = 0;          // values that follow the option
   OptionSetter set;

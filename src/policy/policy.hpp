@@ -123,6 +123,8 @@ struct SettingsCopy {
   bool operator==(const SettingsCopy&) const = default;
 };
 
+// A new member needs its row in policy_fields() (src/policy/policy_json.cpp):
+// the JSON key that holds it, or why the JSON leaves it out.
 struct Policy {
   Mode mode = Mode::workspace_write;
   // The workspace is the first writable root in workspace-write mode. Empty

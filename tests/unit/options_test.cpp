@@ -1,7 +1,7 @@
 // The option table (src/cli/options.cpp) is the one place an option is
 // declared: these tests hold the other places to it: --help of
-// both dialects, the man page, the Policy JSON fields, and the names
-// errors use.
+// both dialects, the man page and the names errors use (its Policy JSON
+// keys: tests/unit/policy_fields_test.cpp).
 #include <catch2/catch_test_macros.hpp>
 
 #include <unistd.h>
@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <cctype>
 #include <fstream>
-#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -18,8 +17,6 @@
 #include "cli/bwrap.hpp"
 #include "cli/native.hpp"
 #include "cli/options.hpp"
-#include "policy/json.hpp"
-#include "policy/policy_json.hpp"
 #include "policy/validate.hpp"
 #include "sys/fd.hpp"
 
@@ -137,49 +134,6 @@ TEST_CASE("options: docs/nsrun.1 describes every native option", "[options]") {
     if (o.native.name.empty()) continue;
     INFO("docs/nsrun.1 lacks " << o.native.name << " (add it under .SH OPTIONS)");
     CHECK(man_mentions(man, o.native.name));
-  }
-}
-
-// An option with a `json` name is that Policy field: the Policy the option
-// makes, read back through the field alone onto the Policy without the
-// option, is the same Policy. A new option with a field needs a sample here.
-TEST_CASE("options: an option's JSON field reads back to the same Policy", "[options]") {
-  const std::map<std::string_view, std::vector<std::string>> samples = {
-      {"--mode", {"read-only"}},         {"--workspace", {"/srv"}},       {"--writable", {"/var/cache"}},
-      {"--chdir", {"/srv/sub"}},         {"--proc", {"host-bind"}},       {"--backend", {"landlock"}},
-      {"--report", {"/tmp/report.json"}}, {"--report-fd", {"7"}},         {"--network", {"none"}},
-      {"--seccomp", {"log"}},            {"--unix-sockets", {"none"}},    {"--allow-socket", {"/run/x.sock"}},
-      {"--pass-fd", {"5"}},
-      {"--protect", {"x/y"}},            {"--unprotect", {".envrc"}},     {"--allow-read", {"/h/.npmrc"}},
-      {"--workspace-mode", {"cow"}},     {"--cow-dir", {"/run/cow"}},     {"--home", {"ro"}},
-      {"--home-layer", {"shared"}},      {"--run-id", {"task-1"}},
-  };
-  const auto fields = policy_json_fields();
-  auto base = parse_native(std::vector<std::string>{"--", "true"}, context());
-  REQUIRE(base);
-  for (const OptionSpec& o : option_table()) {
-    if (o.json.empty()) continue;
-    INFO(o.native.name << " <-> policy field '" << o.json << "'");
-    REQUIRE_FALSE(o.native.name.empty());
-    CHECK(std::find(fields.begin(), fields.end(), o.json) != fields.end());
-    std::vector<std::string> args{std::string(o.native.name)};
-    if (o.arity > 0) {
-      auto it = samples.find(o.native.name);
-      REQUIRE(it != samples.end());
-      args.insert(args.end(), it->second.begin(), it->second.end());
-    }
-    args.insert(args.end(), {"--", "true"});
-    auto with = parse_native(args, context());
-    REQUIRE(with);
-    CHECK_FALSE(with->policy == base->policy);  // the sample changes something
-    const json::Value written = to_json(with->policy);
-    const json::Value* value = written.find(o.json);
-    REQUIRE(value != nullptr);
-    json::Value doc = json::Value::object();
-    doc.set(o.json, *value);
-    auto read = from_json(doc, base->policy);
-    REQUIRE(read);
-    CHECK(*read == with->policy);
   }
 }
 
