@@ -59,8 +59,8 @@ struct SnapNode {
   nlink_t nlink = 0;
   long long size = 0;
   struct statx_timestamp ctime{};
-  std::string content;  // a file's bytes, a symlink's target
-  std::vector<SnapNode> children;  // a directory's, by name
+  std::string content{};  // a file's bytes, a symlink's target
+  std::vector<SnapNode> children{};  // a directory's, by name
 };
 
 // One directory on the way from a root to a protected path, held open
