@@ -514,7 +514,7 @@ void collapse_duplicates(std::vector<MountStep>& steps) {
   steps.resize(out);
 }
 
-Result<LaunchPlan> make_plan(const Policy& p, const HostFacts& host) {
+LaunchPlan plan_without_mounts(const Policy& p, const HostFacts& host) {
   LaunchPlan plan;
   uint64_t flags = CLONE_NEWNS;
   for (const auto& k : namespace_kinds)
@@ -528,6 +528,19 @@ Result<LaunchPlan> make_plan(const Policy& p, const HostFacts& host) {
   if (p.ns.uts) plan.hostname = p.hostname;
 
   plan.proc = resolve_proc_mode(p.proc, p.host_backend);
+  // A lock file needs a process that outlives the command's exec to hold
+  // it, PID namespace or not (bwrap forks one for it too).
+  plan.reaper = (p.ns.pid && !p.as_pid_1) || !p.lock_files.empty();
+  plan.chdir_required = !p.chdir.empty();
+  plan.chdir = plan.chdir_required ? p.chdir : host.cwd;
+  plan.chdir_fallback = !p.preset;
+  plan.mounts_planned = false;
+  return plan;
+}
+
+Result<LaunchPlan> make_plan(const Policy& p, const HostFacts& host) {
+  LaunchPlan plan = plan_without_mounts(p, host);
+  plan.mounts_planned = true;
   // A joined user namespace (bwrap --userns) is as much a user namespace
   // for overlayfs as one made here; no id maps are written into it, though.
   const bool user_ns = p.ns.user || p.userns_fd.has_value();
@@ -556,13 +569,6 @@ Result<LaunchPlan> make_plan(const Policy& p, const HostFacts& host) {
   protect_paths(plan.mounts, p);
   mark_host_views(plan.mounts);
   collapse_duplicates(plan.mounts);
-
-  // A lock file needs a process that outlives the command's exec to hold
-  // it, PID namespace or not (bwrap forks one for it too).
-  plan.reaper = (p.ns.pid && !p.as_pid_1) || !p.lock_files.empty();
-  plan.chdir_required = !p.chdir.empty();
-  plan.chdir = plan.chdir_required ? p.chdir : host.cwd;
-  plan.chdir_fallback = !p.preset;
   return plan;
 }
 
