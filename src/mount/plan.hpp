@@ -123,6 +123,11 @@ void collapse_duplicates(std::vector<MountStep>& steps);
 // Part of make_plan(); exposed for the unit tests.
 void mark_host_views(std::vector<MountStep>& steps);
 
+// An absolute path whose text is its only spelling: no empty, "." or ".."
+// component, no trailing slash. Only such paths are compared as text.
+// Part of make_plan(); exposed for the unit tests.
+bool plain_path(std::string_view path);
+
 // Human-readable rendering for `nsrun explain`.
 std::string describe(const LaunchPlan& plan);
 std::string describe(const MountStep& step);
