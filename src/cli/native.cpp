@@ -123,25 +123,29 @@ struct SettingsArgs {
   bool none = false, help = false;
 };
 
+// Views into `args`, and literals of known length: this runs over every
+// option of the command line (a thousand --ro binds) before the loop does.
 SettingsArgs settings_args(std::span<const std::string> args, std::size_t i) {
+  using namespace std::string_view_literals;
   SettingsArgs out;
   for (; i < args.size(); ++i) {
-    std::string arg = args[i];
-    if (arg == "--" || !arg.starts_with("-")) break;
-    std::optional<std::string> inline_value;
-    if (auto eq = arg.find('='); eq != std::string::npos && arg.starts_with("--")) {
+    std::string_view arg = args[i];
+    if (arg == "--"sv || !arg.starts_with('-')) break;
+    std::optional<std::string_view> inline_value;
+    if (auto eq = arg.find('='); eq != std::string_view::npos && arg.starts_with("--"sv)) {
       inline_value = arg.substr(eq + 1);
-      arg.resize(eq);
+      arg = arg.substr(0, eq);
     }
     const OptionSpec* opt = find_option(Dialect::native, arg);
     if (opt == nullptr) break;  // the loop says what is wrong with it
-    std::optional<std::string> value = inline_value;
+    std::optional<std::string_view> value = inline_value;
     if (!value && opt->arity >= 1 && i + 1 < args.size()) value = args[i + 1];
     if (!inline_value) i += static_cast<std::size_t>(opt->arity);
-    if (arg == "--workspace") out.workspace = value;
-    else if (arg == "--settings") out.file = value;
-    else if (arg == "--no-settings") out.none = true;
-    else if (opt->native.name == "--help" || arg == "--version") out.help = true;
+    auto kept = [&] { return value ? std::optional<std::string>(*value) : std::nullopt; };
+    if (arg == "--workspace"sv) out.workspace = kept();
+    else if (arg == "--settings"sv) out.file = kept();
+    else if (arg == "--no-settings"sv) out.none = true;
+    else if (opt->native.name == "--help"sv || arg == "--version"sv) out.help = true;
   }
   return out;
 }

@@ -15,6 +15,9 @@ namespace nsrun {
 namespace {
 
 using Args = std::span<const std::string>;
+// The table's `json` and `native_short` as literals of known length (no
+// strlen at start-up).
+using std::string_view_literals::operator""sv;
 using K = MountOp::Kind;
 
 // ---- setters of the native dialect ----
@@ -258,7 +261,7 @@ OptionSetter capability(bool add) {
 // E.g. a native option mirroring a new Policy field `egress` (its row in
 // policy_fields(): row("egress", strings_field(&Policy::egress))):
 //   {.native = {"--egress", "HOST", "allow connections to HOST (repeatable)"},
-//    .json = "egress", .arity = 1, .set = append_string(&Policy::egress)},
+//    .json = "egress"sv, .arity = 1, .set = append_string(&Policy::egress)},
 // The native loop (src/cli/native.cpp) and the bwrap loop (src/cli/bwrap.cpp)
 // need no change; mounts a native option adds are named after it in
 // validate()'s errors without more (Invocation::mount_options).
@@ -273,7 +276,7 @@ std::span<const OptionSpec> option_table() {
   // first (about 150 entries at every start).
   static const OptionSpec table[] = {
       // ---- both dialects ----
-      {.native = {"--help", "", "print this text and exit"}, .native_short = "-h",
+      {.native = {"--help", "", "print this text and exit"}, .native_short = "-h"sv,
        .bwrap = {"--help", "", "Show this text and exit"},
        .set = show(Invocation::Action::help, BwrapInvocation::Action::help)},
       {.native = {"--version", "", "print the version and exit"},
@@ -281,11 +284,11 @@ std::span<const OptionSpec> option_table() {
        .set = show(Invocation::Action::version, BwrapInvocation::Action::version)},
 
       // ---- nsrun's own command line ----
-      {.native = {"--mode", "MODE", "read-only, workspace-write (default) or full-access"}, .json = "mode", .arity = 1,
+      {.native = {"--mode", "MODE", "read-only, workspace-write (default) or full-access"}, .json = "mode"sv, .arity = 1,
        .set = set_enum(&Policy::mode, parse_mode, "read-only, workspace-write or full-access")},
-      {.native = {"--workspace", "DIR", "the workspace (default: the current directory)"}, .json = "workspace",
+      {.native = {"--workspace", "DIR", "the workspace (default: the current directory)"}, .json = "workspace"sv,
        .arity = 1, .set = set_string(&Policy::workspace)},
-      {.native = {"--writable", "DIR", "another writable root (repeatable)"}, .json = "writable", .arity = 1,
+      {.native = {"--writable", "DIR", "another writable root (repeatable)"}, .json = "writable"sv, .arity = 1,
        .set = append_string(&Policy::writable)},
       {.native = {"--ro", "DIR", "keep DIR read-only, even inside a writable root"}, .arity = 1,
        .set = add_mount(K::ro_bind)},
@@ -295,18 +298,18 @@ std::span<const OptionSpec> option_table() {
       {.native = {"--tmp", "WHERE",
                   "/tmp inside: private (default, empty), host (--writable /tmp) or DIR (bound on /tmp)"},
        .arity = 1, .set = set_tmp},
-      {.native = {"--chdir", "DIR", "working directory inside (default: the current one; refused when not visible inside)"}, .json = "chdir",
+      {.native = {"--chdir", "DIR", "working directory inside (default: the current one; refused when not visible inside)"}, .json = "chdir"sv,
        .arity = 1, .set = set_string(&Policy::chdir)},
       {.native = {"--setenv", "NAME VALUE", "set a variable"}, .bwrap = {"--setenv", "VAR VALUE", "Set VAR to VALUE"},
        .arity = 2, .set = add_env(EnvOp::Kind::set)},
       {.native = {"--unsetenv", "NAME", "remove a variable"}, .bwrap = {"--unsetenv", "VAR", "Remove VAR"},
        .arity = 1, .set = add_env(EnvOp::Kind::unset)},
-      {.native = {"--clearenv", "", "start from an empty environment"}, .json = "clearenv",
+      {.native = {"--clearenv", "", "start from an empty environment"}, .json = "clearenv"sv,
        .set = set_value(&Policy::clearenv, true)},
-      {.native = {"--proc", "MODE", "auto (default), fresh, host-bind or none"}, .json = "proc", .arity = 1,
+      {.native = {"--proc", "MODE", "auto (default), fresh, host-bind or none"}, .json = "proc"sv, .arity = 1,
        .set = set_enum(&Policy::proc, parse_proc_mode, "auto, fresh, host-bind or none")},
       {.native = {"--backend", "RUNG", "auto (default: namespaces, else landlock), namespaces or landlock"},
-       .json = "backend", .arity = 1,
+       .json = "backend"sv, .arity = 1,
        .set = set_enum(&Policy::backend, parse_backend, "auto, namespaces or landlock")},
       {.native = {"--host-backend", "NAME", "the host backend (overrides NSRUN_HOST_BACKEND)"}, .arity = 1,
        .set = [](OptionCall& c) -> Result<void> {
@@ -314,7 +317,7 @@ std::span<const OptionSpec> option_table() {
          return {};
        }},
       {.native = {"--as-pid-1", "", "the command is PID 1 (no reaper)"},
-       .bwrap = {"--as-pid-1", "", "The command is PID 1 itself (needs --unshare-pid)"}, .json = "as_pid_1",
+       .bwrap = {"--as-pid-1", "", "The command is PID 1 itself (needs --unshare-pid)"}, .json = "as_pid_1"sv,
        .set = set_value(&Policy::as_pid_1, true)},
       {.native = {"--policy", "FILE", "read a Policy from JSON; later options override it"}, .arity = 1,
        .set = load_policy},
@@ -332,8 +335,8 @@ std::span<const OptionSpec> option_table() {
          return {};
        }},
       {.native = {"--report", "PATH", "write a JSON launch report to PATH (opened before the run; no symlinks)"},
-       .json = "report_path", .arity = 1, .set = set_string(&Policy::report_path)},
-      {.native = {"--report-fd", "FD", "write the JSON launch report to FD"}, .json = "report_fd", .arity = 1,
+       .json = "report_path"sv, .arity = 1, .set = set_string(&Policy::report_path)},
+      {.native = {"--report-fd", "FD", "write the JSON launch report to FD"}, .json = "report_fd"sv, .arity = 1,
        .set = [](OptionCall& c) -> Result<void> {
          auto fd = native_fd(c.name, c.values[0]);
          if (!fd) return fail(fd.error());
@@ -351,11 +354,11 @@ std::span<const OptionSpec> option_table() {
       {.native = {"--network", "MODE",
                   "share (default), none (own network namespace, only lo; not unix sockets) or proxy (only through "
                   "nsrun's egress proxy, to --allow-host destinations)"},
-       .json = "network", .arity = 1, .set = set_enum(&Policy::network, parse_network, "share, none or proxy")},
+       .json = "network"sv, .arity = 1, .set = set_enum(&Policy::network, parse_network, "share, none or proxy")},
       {.native = {"--no-offline-env", "",
                   "with --network none: leave out the package managers' offline switches (npm_config_offline, "
                   "PIP_NO_INDEX, CARGO_NET_OFFLINE, YARN_ENABLE_OFFLINE_MODE, GOPROXY=off)"},
-       .json = "offline_env", .set = set_value(&Policy::offline_env, false)},
+       .json = "offline_env"sv, .set = set_value(&Policy::offline_env, false)},
       // --network proxy; in JSON, network: {mode, allow, deny, resolve, log}.
       {.native = {"--allow-host", "PATTERN",
                   "with --network proxy: a reachable host (example.com, *.example.com, host:port, an IP address, "
@@ -374,32 +377,32 @@ std::span<const OptionSpec> option_table() {
          return {};
        }},
       {.native = {"--seccomp", "MODE", "default (the built-in filter), none, or log (log instead of refusing)"},
-       .json = "seccomp", .arity = 1,
+       .json = "seccomp"sv, .arity = 1,
        .set = set_enum(&Policy::seccomp, parse_seccomp_mode, "default, none or log")},
       {.native = {"--seccomp-log", "", "same as --seccomp log"},
        .set = set_value(&Policy::seccomp, SeccompMode::log)},
       {.native = {"--unix-sockets", "MODE",
                   "hide-known (default: hide the well-known host sockets) or none (no AF_UNIX socket but socketpair)"},
-       .json = "unix_sockets", .arity = 1,
+       .json = "unix_sockets"sv, .arity = 1,
        .set = set_enum(&Policy::unix_sockets, parse_unix_sockets, "hide-known or none")},
       {.native = {"--allow-socket", "PATH", "do not hide this well-known host socket (repeatable)"},
-       .json = "allow_sockets", .arity = 1, .set = append_string(&Policy::allow_sockets)},
+       .json = "allow_sockets"sv, .arity = 1, .set = append_string(&Policy::allow_sockets)},
       // Protected paths and hidden credentials (src/policy/protect.hpp).
       {.native = {"--protect", "PATH", "keep PATH (relative to each writable root) read-only and uncreatable (repeatable)"},
-       .json = "protect", .arity = 1, .set = append_string(&Policy::protect)},
+       .json = "protect"sv, .arity = 1, .set = append_string(&Policy::protect)},
       {.native = {"--unprotect", "PATH", "drop PATH from the protected set (repeatable)"},
-       .json = "unprotect", .arity = 1, .set = append_string(&Policy::unprotect)},
+       .json = "unprotect"sv, .arity = 1, .set = append_string(&Policy::unprotect)},
       {.native = {"--protect-defaults", "SET", "default (.git/hooks, .git/config, .envrc, .vscode, ...) or none"},
        .arity = 1, .set = default_set(&Policy::protect_defaults)},
       {.native = {"--hide-defaults", "SET", "default (~/.ssh, ~/.aws, ~/.npmrc and other credentials hidden) or none"},
        .arity = 1, .set = default_set(&Policy::hide_defaults)},
       {.native = {"--allow-read", "PATH", "do not hide this default credential path (repeatable)"},
-       .json = "allow_read", .arity = 1, .set = append_string(&Policy::allow_read)},
+       .json = "allow_read"sv, .arity = 1, .set = append_string(&Policy::allow_read)},
       {.native = {"--no-settings-copy", "",
                   "hide ~/.npmrc and ~/.pypirc whole instead of showing a copy without their credential lines"},
-       .json = "settings_copy", .set = set_value(&Policy::settings_copy, false)},
+       .json = "settings_copy"sv, .set = set_value(&Policy::settings_copy, false)},
       {.native = {"--allow-nested-userns", "", "let the command make user namespaces of its own"},
-       .json = "allow_nested_userns", .set = set_value(&Policy::allow_nested_userns, true)},
+       .json = "allow_nested_userns"sv, .set = set_value(&Policy::allow_nested_userns, true)},
       {.native = {"--share-ipc", "", "keep the host's IPC namespace"}, .set = share_namespace(&Namespaces::ipc)},
       {.native = {"--share-uts", "", "keep the host's UTS namespace (and hostname)"},
        .set = share_namespace(&Namespaces::uts)},
@@ -410,30 +413,30 @@ std::span<const OptionSpec> option_table() {
       {.native = {"--env-deny", "GLOB", "remove variables matching GLOB (repeatable)"}, .arity = 1,
        .set = add_env(EnvOp::Kind::deny)},
       {.native = {"--new-session", "", "always setsid (default: only when stdin is not a terminal)"},
-       .bwrap = {"--new-session", "", "Run the command in a new session (setsid)"}, .json = "new_session",
+       .bwrap = {"--new-session", "", "Run the command in a new session (setsid)"}, .json = "new_session"sv,
        .set = set_value(&Policy::new_session, std::optional<bool>(true))},
       {.native = {"--no-new-session", "", "never setsid (TIOCSTI stays refused by the filter)"},
-       .json = "new_session", .set = set_value(&Policy::new_session, std::optional<bool>(false))},
+       .json = "new_session"sv, .set = set_value(&Policy::new_session, std::optional<bool>(false))},
       // Copy-on-write layers (src/layers/, docs/hardening.md).
       {.native = {"--workspace-mode", "MODE", "direct (default) or cow: writes go to a run layer for nsrun commit"},
-       .json = "workspace_mode", .arity = 1,
+       .json = "workspace_mode"sv, .arity = 1,
        .set = set_enum(&Policy::workspace_mode, parse_workspace_mode, "direct or cow")},
       {.native = {"--cow-dir", "DIR", "where run layers go (default $XDG_RUNTIME_DIR/nsrun/runs)"},
-       .json = "cow_dir", .arity = 1, .set = set_string(&Policy::cow_dir)},
+       .json = "cow_dir"sv, .arity = 1, .set = set_string(&Policy::cow_dir)},
       {.native = {"--home", "MODE", "cow (default: writes go to a persistent home layer), ro or rw"},
-       .json = "home", .arity = 1, .set = [](OptionCall& c) -> Result<void> {
+       .json = "home"sv, .arity = 1, .set = [](OptionCall& c) -> Result<void> {
          auto r = set_enum(&Policy::home, parse_home_mode, "ro, cow or rw")(c);
          if (r) c.policy.home_given = true;
          return r;
        }},
       {.native = {"--home-layer", "NAME", "the home layer to use (default: one per workspace)"},
-       .json = "home_layer", .arity = 1, .set = set_string(&Policy::home_layer)},
+       .json = "home_layer"sv, .arity = 1, .set = set_string(&Policy::home_layer)},
       {.native = {"--run-id", "NAME", "with --workspace-mode cow: the run layer's name (refused when in use)"},
-       .json = "run_id", .arity = 1, .set = [](OptionCall& c) -> Result<void> {
+       .json = "run_id"sv, .arity = 1, .set = [](OptionCall& c) -> Result<void> {
          if (c.values[0].empty()) return fail(usage_error(c.name, "is empty: a run id is 1 to 64 characters"));
          return set_string(&Policy::run_id)(c);
        }},
-      {.native = {"--pass-fd", "FD", "keep FD open for the command (repeatable)"}, .json = "pass_fds", .arity = 1,
+      {.native = {"--pass-fd", "FD", "keep FD open for the command (repeatable)"}, .json = "pass_fds"sv, .arity = 1,
        .set = [](OptionCall& c) -> Result<void> {
          auto fd = native_fd(c.name, c.values[0]);
          if (!fd) return fail(fd.error());
@@ -488,10 +491,10 @@ std::span<const OptionSpec> option_table() {
          return {};
        }},
       {.native = {"--verdict", "", "after a failure, one stderr line: what the sandbox refused, or could not see"},
-       .json = "verdict", .set = set_value(&Policy::verdict, true)},
+       .json = "verdict"sv, .set = set_value(&Policy::verdict, true)},
       {.native = {"--watch-writes", "", "list write attempts outside the writable roots in the report and the verdict "
                                         "(observed, never decided on; a round trip per write call)"},
-       .json = "watch_writes", .set = set_value(&Policy::watch_writes, true)},
+       .json = "watch_writes"sv, .set = set_value(&Policy::watch_writes, true)},
 
       // ---- bubblewrap 0.11's command line (docs/bwrap.md), in its --help order ----
       {.bwrap = {"--args", "FD", "Read more arguments, separated by NUL bytes, from FD"}, .arity = 1,

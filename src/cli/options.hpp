@@ -101,7 +101,12 @@ using OptionSetter = std::function<Result<void>(OptionCall&)>;
 
 // How an option is spelled and described in one dialect; an empty name: not
 // in that dialect.
+// Made at compile time (consteval): the option table's strings cost no
+// strlen at start-up.
 struct Spelling {
+  constexpr Spelling() = default;
+  consteval Spelling(std::string_view n, std::string_view m, std::string_view h) : name(n), metavar(m), help(h) {}
+
   std::string_view name;     // "--ro"
   std::string_view metavar;  // what follows it, for --help: "DIR", "SRC DEST"
   std::string_view help;     // one line

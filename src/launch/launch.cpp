@@ -15,6 +15,7 @@
 #include "launch/protect_watch.hpp"
 #include "launch/refusals.hpp"
 #include "launch/report.hpp"
+#include "launch/rung.hpp"
 #include "launch/spec.hpp"
 #include "layers/session.hpp"
 
@@ -129,7 +130,11 @@ int run(const Policy& policy, const ErrorReporter& report_error, SetupDeath setu
   // (src/layers/); from here on the Policy with their directories.
   auto layers = layers::Session::open(policy);
   if (!layers) return finish(layers.error().exit_code(), layers.error());
-  auto prepared = prepare(layers->policy());
+  // --backend landlock: the namespace rung never runs, so its mount list
+  // is not planned.
+  const SpecFor spec_for =
+      rung_allowed(layers->policy().backend, "namespaces") ? SpecFor::every_rung : SpecFor::landlock_only;
+  auto prepared = prepare(layers->policy(), spec_for);
   if (!prepared) {
     drop_unused_run(*layers, report);
     return finish(prepared.error().exit_code(), prepared.error());

@@ -9,6 +9,8 @@
 
 #include <sched.h>
 
+#include <cstdlib>
+
 #include <fmt/format.h>
 
 #include "launch/apparmor.hpp"
@@ -131,7 +133,14 @@ class NamespacesRung final : public Rung {
  public:
   std::string_view name() const override { return "namespaces"; }
 
-  bool assess(const Policy&, const LaunchSpec&, const ProtectWatch*, RungReport&, LaunchReport&) override {
+  bool assess(const Policy&, const LaunchSpec& p, const ProtectWatch*, RungReport&, LaunchReport&) override {
+    // A spec made for the Landlock rung alone (SpecFor::landlock_only) has
+    // no mount list: run here, it would build an empty root. launch.cpp
+    // makes one only when --backend leaves this rung out.
+    if (!p.plan.mounts_planned) {
+      fmt::print(stderr, "nsrun: internal error: the namespace rung given a spec without its mount list\n");
+      std::abort();
+    }
     return true;
   }
 

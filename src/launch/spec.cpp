@@ -60,13 +60,17 @@ std::vector<std::string> exec_candidates(const std::string& name, const char* pa
   return out;
 }
 
-Result<LaunchSpec> prepare(const Policy& policy) {
+Result<LaunchSpec> prepare(const Policy& policy, SpecFor rungs) {
   LaunchSpec p;
   p.timeline.start();
   HostFacts host{::getuid(), ::getgid(), current_directory()};
-  auto plan = make_plan(policy, host);
-  if (!plan) return fail(plan.error());
-  p.plan = std::move(*plan);
+  if (rungs == SpecFor::landlock_only) {
+    p.plan = plan_without_mounts(policy, host);
+  } else {
+    auto plan = make_plan(policy, host);
+    if (!plan) return fail(plan.error());
+    p.plan = std::move(*plan);
+  }
   // A cgroup namespace where the kernel has one (CONFIG_CGROUPS): asking
   // for it elsewhere would fail the clone for no confinement gained.
   if ((p.plan.clone_flags & CLONE_NEWCGROUP) != 0 && ::access("/proc/self/ns/cgroup", F_OK) != 0)

@@ -85,7 +85,13 @@ struct LaunchSpec {
   bool setup_death_as_status = false;
 };
 
-Result<LaunchSpec> prepare(const Policy& policy);
+// Which rungs a spec is made for. A launch whose --backend leaves the
+// namespace rung out needs no mount list: prepare() then plans none
+// (plan_without_mounts(), LaunchPlan::mounts_planned false), the rest of
+// the spec as for every rung (tests/unit/landlock_spec_test.cpp).
+enum class SpecFor { every_rung, landlock_only };
+
+Result<LaunchSpec> prepare(const Policy& policy, SpecFor rungs = SpecFor::every_rung);
 
 // The facts plan_limits() needs on this host, for one rung.
 LimitFacts limit_facts(const Policy& policy, bool namespaces_rung);

@@ -232,20 +232,6 @@ void expand(std::vector<MountStep>& out, const MountOp& m, ProcMode proc, const 
   }
 }
 
-// An absolute path whose text is its only spelling: no empty, "." or ".."
-// component, no trailing slash. Only such paths are compared as text.
-bool plain_path(std::string_view p) {
-  using namespace std::string_view_literals;  // no strlen per compare (-Os)
-  if (p == "/"sv) return true;
-  if (p.empty() || p.front() != '/' || p.back() == '/') return false;
-  for (std::size_t i = 0; i < p.size();) {
-    const std::size_t end = std::min(p.find('/', i + 1), p.size());
-    const std::string_view part = p.substr(i + 1, end - i - 1);
-    if (part.empty() || part == "."sv || part == ".."sv) return false;
-    i = end;
-  }
-  return true;
-}
 
 // A step the collapse may look past: it resolves only its own destination,
 // through no symlink, and reads nothing in the new root.
@@ -318,6 +304,23 @@ class VisibleMounts {
 };
 
 }  // namespace
+
+// One pass over the bytes, no substrings: it runs twice for each step of
+// the plan (a thousand --ro binds), and tests/unit/plan_test.cpp holds it
+// to the component-by-component definition on every short path.
+bool plain_path(std::string_view p) {
+  if (p.size() == 1 && p[0] == '/') return true;
+  if (p.empty() || p.front() != '/' || p.back() == '/') return false;
+  std::size_t start = 1;  // the current component's first byte
+  for (std::size_t i = 1; i <= p.size(); ++i) {
+    if (i < p.size() && p[i] != '/') continue;
+    const std::size_t len = i - start;
+    if (len == 0 || (len == 1 && p[start] == '.') || (len == 2 && p[start] == '.' && p[start + 1] == '.'))
+      return false;
+    start = i + 1;
+  }
+  return true;
+}
 
 // A mount hides what was mounted below it. Paths that are not plain are
 // not reasoned about.
@@ -514,7 +517,7 @@ void collapse_duplicates(std::vector<MountStep>& steps) {
   steps.resize(out);
 }
 
-Result<LaunchPlan> make_plan(const Policy& p, const HostFacts& host) {
+LaunchPlan plan_without_mounts(const Policy& p, const HostFacts& host) {
   LaunchPlan plan;
   uint64_t flags = CLONE_NEWNS;
   for (const auto& k : namespace_kinds)
@@ -528,6 +531,19 @@ Result<LaunchPlan> make_plan(const Policy& p, const HostFacts& host) {
   if (p.ns.uts) plan.hostname = p.hostname;
 
   plan.proc = resolve_proc_mode(p.proc, p.host_backend);
+  // A lock file needs a process that outlives the command's exec to hold
+  // it, PID namespace or not (bwrap forks one for it too).
+  plan.reaper = (p.ns.pid && !p.as_pid_1) || !p.lock_files.empty();
+  plan.chdir_required = !p.chdir.empty();
+  plan.chdir = plan.chdir_required ? p.chdir : host.cwd;
+  plan.chdir_fallback = !p.preset;
+  plan.mounts_planned = false;
+  return plan;
+}
+
+Result<LaunchPlan> make_plan(const Policy& p, const HostFacts& host) {
+  LaunchPlan plan = plan_without_mounts(p, host);
+  plan.mounts_planned = true;
   // A joined user namespace (bwrap --userns) is as much a user namespace
   // for overlayfs as one made here; no id maps are written into it, though.
   const bool user_ns = p.ns.user || p.userns_fd.has_value();
@@ -556,13 +572,6 @@ Result<LaunchPlan> make_plan(const Policy& p, const HostFacts& host) {
   protect_paths(plan.mounts, p);
   mark_host_views(plan.mounts);
   collapse_duplicates(plan.mounts);
-
-  // A lock file needs a process that outlives the command's exec to hold
-  // it, PID namespace or not (bwrap forks one for it too).
-  plan.reaper = (p.ns.pid && !p.as_pid_1) || !p.lock_files.empty();
-  plan.chdir_required = !p.chdir.empty();
-  plan.chdir = plan.chdir_required ? p.chdir : host.cwd;
-  plan.chdir_fallback = !p.preset;
   return plan;
 }
 

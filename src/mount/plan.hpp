@@ -94,10 +94,19 @@ struct LaunchPlan {
   // than its caller thinks can write in the wrong place.
   bool chdir_fallback = true;
   ProcMode proc = ProcMode::fresh;    // resolved: fresh, host_bind or none
+  // false: `mounts` was never planned (plan_without_mounts()); only a
+  // launch the namespace rung cannot run has such a plan.
+  bool mounts_planned = true;
 };
 
 // Policy (validated) + host facts -> plan. Pure.
 Result<LaunchPlan> make_plan(const Policy& policy, const HostFacts& host);
+// make_plan() but the mount list: every other field as make_plan() sets
+// it (tests/unit/landlock_spec_test.cpp compares the two), `mounts` empty
+// and `mounts_planned` false. What a launch only the Landlock rung may run
+// reads of the plan: the working directory, the reaper, the clone flags,
+// /proc's mode for the report.
+LaunchPlan plan_without_mounts(const Policy& policy, const HostFacts& host);
 
 // Drops a bind or hide that an identical later one covers while nothing in
 // between can see it: the two are adjacent, or every step between is a
@@ -113,6 +122,11 @@ void collapse_duplicates(std::vector<MountStep>& steps);
 // nearest earlier mount at or above its destination is such a bind too.
 // Part of make_plan(); exposed for the unit tests.
 void mark_host_views(std::vector<MountStep>& steps);
+
+// An absolute path whose text is its only spelling: no empty, "." or ".."
+// component, no trailing slash. Only such paths are compared as text.
+// Part of make_plan(); exposed for the unit tests.
+bool plain_path(std::string_view path);
 
 // Human-readable rendering for `nsrun explain`.
 std::string describe(const LaunchPlan& plan);

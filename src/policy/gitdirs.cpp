@@ -22,6 +22,10 @@
 
 namespace nsrun {
 
+// Literals of known length: no strlen per compare in the -Os build (the
+// walk compares every entry of every directory).
+using std::string_view_literals::operator""sv;
+
 namespace {
 
 // Never a symlink, never above the start, never into another mount.
@@ -41,7 +45,10 @@ constexpr std::array<std::string_view, 5> armed_names{{"config", "config.worktre
 std::string join(std::string_view dir, std::string_view name) {
   if (dir.empty()) return std::string(name);
   if (name.empty()) return std::string(dir);
-  return std::string(dir) + "/" + std::string(name);
+  std::string out;
+  out.reserve(dir.size() + 1 + name.size());
+  out.append(dir).append(1, '/').append(name);
+  return out;
 }
 
 std::vector<std::string_view> components(std::string_view rel) {
@@ -72,8 +79,9 @@ bool read_entries(int fd, Entries& out) {
     for (ssize_t off = 0; off < n;) {
       const auto* d = reinterpret_cast<const struct dirent64*>(buf + off);
       off += d->d_reclen;
-      const std::string_view name = d->d_name;
-      if (name == "." || name == "..") continue;
+      const char* n = d->d_name;
+      if (n[0] == '.' && (n[1] == '\0' || (n[1] == '.' && n[2] == '\0'))) continue;  // "." and ".."
+      const std::string_view name = n;
       unsigned char type = d->d_type;
       if (type == DT_UNKNOWN) {
         struct stat st{};
@@ -95,7 +103,7 @@ std::string why_not(int err) {
 
 }  // namespace
 
-bool is_git_name(std::string_view name) { return same_folded(name, ".git"); }
+bool is_git_name(std::string_view name) { return same_folded(name, ".git"sv); }
 
 bool armed_in_gitdir(std::string_view rel) {
   const auto c = components(rel);
@@ -146,13 +154,15 @@ void walk_tree(int root, const TreeVisit& v) {
       v.unscanned(rel, why_not(errno));
       return;
     }
-    Frame f;
-    for (const auto& [n, type] : entries)
-      if (v.entry(fd.get(), rel, n, type) && type == DT_DIR) f.subdirs.push_back(n);
-    if (stack.size() < fd_levels) f.fd = std::move(fd);
+    // Made in place: a frame moved onto the stack cost more than the
+    // rest of an empty directory's visit.
+    const bool keep_fd = stack.size() < fd_levels;
+    Frame& f = stack.emplace_back();
+    for (auto& [n, type] : entries)
+      if (v.entry(fd.get(), rel, n, type) && type == DT_DIR) f.subdirs.push_back(std::move(n));
+    if (keep_fd) f.fd = std::move(fd);
     f.name = std::move(name);
     f.rel = std::move(rel);
-    stack.push_back(std::move(f));
   };
   Fd top(sys::openat2(root, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0, beneath));
   if (!top) {
@@ -166,7 +176,7 @@ void walk_tree(int root, const TreeVisit& v) {
       stack.pop_back();
       continue;
     }
-    const std::string name = f.subdirs[f.next++];
+    std::string name = std::move(f.subdirs[f.next++]);  // read once
     std::string rel = join(f.rel, name);
     if (++dirs > v.max_dirs) {
       v.unscanned(rel, fmt::format("more than {} directories: the scan stops here", v.max_dirs));
@@ -176,7 +186,7 @@ void walk_tree(int root, const TreeVisit& v) {
     std::size_t anchor = stack.size() - 1;
     while (!stack[anchor].fd) --anchor;
     std::string path;
-    for (std::size_t i = anchor + 1; i < stack.size(); ++i) path += stack[i].name + "/";
+    for (std::size_t i = anchor + 1; i < stack.size(); ++i) path.append(stack[i].name).append(1, '/');
     path += name;
     if (path.size() >= PATH_MAX) {
       v.unscanned(rel, "too many directories deep: over PATH_MAX bytes below the first 64 levels (git cannot work there)");
@@ -187,7 +197,7 @@ void walk_tree(int root, const TreeVisit& v) {
       if (errno != ENOENT) v.unscanned(rel, why_not(errno));
       continue;
     }
-    enter(std::move(d), name, std::move(rel));
+    enter(std::move(d), std::move(name), std::move(rel));
   }
 }
 

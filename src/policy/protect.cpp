@@ -68,7 +68,7 @@ constexpr std::array<DefaultPath, 23> credential_defaults{{
     {".config/chromium", "Chromium profiles: cookies (live sessions), saved passwords"},
 }};
 
-bool below(std::string_view path, std::string_view dir) {
+constexpr bool below(std::string_view path, std::string_view dir) {
   return path.size() > dir.size() && path.starts_with(dir) && path[dir.size()] == '/';
 }
 
@@ -98,7 +98,34 @@ std::optional<std::string> normal_relative(std::string_view path) {
   return out;
 }
 
+namespace {
+
+// No default protected path repeats another or lies below another: the
+// loop in protected_paths() would keep each of them, in order.
+consteval bool defaults_stand_alone() {
+  for (std::size_t i = 0; i < protected_defaults.size(); ++i)
+    for (std::size_t j = 0; j < protected_defaults.size(); ++j)
+      if (i != j && (protected_defaults[i].path == protected_defaults[j].path ||
+                     below(protected_defaults[i].path, protected_defaults[j].path)))
+        return false;
+  return true;
+}
+static_assert(defaults_stand_alone());
+
+}  // namespace
+
 std::vector<std::string> protected_paths(const Policy& p) {
+  // The usual launch names no path of its own: the set is the defaults as
+  // they stand (defaults_stand_alone()), without the loop's compares of
+  // every pair (tests/unit/computed_once_test.cpp compares the two ways).
+  if (p.protect.empty() && p.unprotect.empty()) {
+    std::vector<std::string> out;
+    if (p.protect_defaults) {
+      out.reserve(protected_defaults.size());
+      for (const auto& d : protected_defaults) out.emplace_back(d.path);
+    }
+    return out;
+  }
   std::vector<std::string> in;
   if (p.protect_defaults)
     for (const auto& d : protected_defaults) in.emplace_back(d.path);

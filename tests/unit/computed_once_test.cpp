@@ -61,3 +61,22 @@ TEST_CASE("scan_protected: an empty protected set scans nothing, either way", "[
   CHECK(scan_protected(p, writable_roots(p), protected_paths(p)).empty());
   CHECK(watch_protected(p).before.empty());
 }
+
+TEST_CASE("protected_paths: the defaults alone are what the general loop makes of them", "[unit][protect][computed-once]") {
+  // The usual launch takes the defaults as they stand; a caller's path
+  // (here one the defaults hold already, so the set is the same) sends the
+  // computation through the loop that drops repeats and paths below others.
+  Policy plain;
+  Policy looped;
+  looped.protect.push_back(".git/hooks");
+  const auto kept = protected_paths(plain);
+  CHECK(kept == protected_paths(looped));
+  REQUIRE(kept.size() == default_protected().size());
+  for (std::size_t i = 0; i < kept.size(); ++i) CHECK(kept[i] == default_protected()[i].path);
+  Policy none;
+  none.protect_defaults = false;
+  CHECK(protected_paths(none).empty());
+  Policy none_looped = none;
+  none_looped.unprotect.push_back(".envrc");
+  CHECK(protected_paths(none_looped).empty());
+}

@@ -232,3 +232,41 @@ TEST_CASE("hidden sockets: /dev/null over a socket, a tmpfs over a directory, af
   REQUIRE(in_tmp);
   CHECK(index_of(*in_tmp, Op::tmpfs, "/tmp/.X11-unix") < in_tmp->mounts.size());
 }
+
+namespace {
+
+// plain_path()'s definition, component by component: what the one-pass
+// version must answer for every path.
+bool plain_path_by_components(std::string_view p) {
+  if (p == "/") return true;
+  if (p.empty() || p.front() != '/' || p.back() == '/') return false;
+  for (std::size_t i = 0; i < p.size();) {
+    const std::size_t end = std::min(p.find('/', i + 1), p.size());
+    const std::string_view part = p.substr(i + 1, end - i - 1);
+    if (part.empty() || part == "." || part == "..") return false;
+    i = end;
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("plain_path: every path of up to 8 bytes of '/', '.' and 'a' as its definition says", "[unit][plan]") {
+  const std::string alphabet = "/.a";
+  std::size_t plain = 0;
+  for (std::size_t len = 0; len <= 8; ++len) {
+    std::size_t total = 1;
+    for (std::size_t k = 0; k < len; ++k) total *= alphabet.size();
+    for (std::size_t n = 0; n < total; ++n) {
+      std::string p;
+      for (std::size_t k = 0, v = n; k < len; ++k, v /= alphabet.size()) p += alphabet[v % alphabet.size()];
+      const bool expected = plain_path_by_components(p);
+      if (plain_path(p) != expected) FAIL_CHECK("plain_path(\"" << p << "\") should be " << expected);
+      plain += expected ? 1 : 0;
+    }
+  }
+  CHECK(plain > 100);  // the alphabet makes plain paths too, not only refusals
+  CHECK(plain_path("/tmp/ws/binds/123"));
+  CHECK_FALSE(plain_path("/tmp/ws/../etc"));
+  CHECK_FALSE(plain_path("tmp"));
+}
