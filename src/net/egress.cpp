@@ -26,7 +26,7 @@
 #include <optional>
 #include <set>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include "net/confine.hpp"
 #include "net/resolve.hpp"

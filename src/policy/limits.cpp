@@ -6,7 +6,7 @@
 #include <charconv>
 #include <limits>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 namespace nsrun {
 
