@@ -17,7 +17,6 @@
 #include <sys/socket.h>
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
