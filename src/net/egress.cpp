@@ -31,6 +31,7 @@
 #include "net/confine.hpp"
 #include "net/resolve.hpp"
 #include "net/wire.hpp"
+#include "policy/json.hpp"
 #include "sys/utc.hpp"
 
 namespace nsrun::egress {

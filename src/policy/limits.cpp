@@ -8,6 +8,8 @@
 
 #include <fmt/core.h>
 
+#include "policy/json.hpp"
+
 namespace nsrun {
 
 namespace {
