@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <string>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include "policy/policy.hpp"
 #include "seccomp/filter.hpp"

@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include "seccomp/compile.hpp"
 #include "seccomp/packed.hpp"

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <utility>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include "bench/numbers.hpp"
 #include "policy/json.hpp"

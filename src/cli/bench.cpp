@@ -13,7 +13,7 @@
 #include <cstdlib>
 #include <optional>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include "bench/spawn.hpp"
 #include "layers/dirs.hpp"

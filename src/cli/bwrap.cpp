@@ -19,7 +19,7 @@
 #include <cstring>
 #include <optional>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include "cli/explain.hpp"
 #include "cli/options.hpp"

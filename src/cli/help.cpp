@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include "sys/error.hpp"
 

@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include "cli/native.hpp"
 #include "cli/runs_cmd.hpp"

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include "cli/bench.hpp"
 #include "cli/bwrap.hpp"

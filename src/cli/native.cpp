@@ -14,7 +14,7 @@
 #include <optional>
 #include <vector>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include "cli/options.hpp"
 #include "cli/settings.hpp"

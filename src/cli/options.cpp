@@ -5,7 +5,7 @@
 #include <charconv>
 #include <cstdint>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include "policy/policy_json.hpp"
 #include "policy/presets.hpp"

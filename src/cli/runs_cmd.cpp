@@ -14,7 +14,7 @@
 #include <optional>
 #include <vector>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include "cli/layers_cmd.hpp"
 #include "layers/dirs.hpp"

@@ -13,7 +13,7 @@
 #include <optional>
 #include <vector>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include "cli/native.hpp"
 #include "launch/report.hpp"

@@ -9,7 +9,7 @@
 #include <climits>
 #include <cstring>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include "policy/json.hpp"
 #include "sys/fd.hpp"

@@ -4,7 +4,7 @@
 
 #include <cerrno>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include "launch/ladder.hpp"
 #include "sys/fd.hpp"

@@ -2,7 +2,7 @@
 
 #include <unistd.h>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include "launch/ladder.hpp"
 #include "policy/cow.hpp"

@@ -18,7 +18,7 @@
 #include <map>
 #include <memory>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include "landlock/abi.hpp"
 #include "landlock/kernel.hpp"

@@ -8,7 +8,7 @@
 
 #include <sys/stat.h>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include "launch/command.hpp"
 #include "launch/ladder.hpp"

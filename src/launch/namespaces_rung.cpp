@@ -19,7 +19,7 @@
 
 #include <algorithm>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include "launch/cgroup_account.hpp"
 #include "launch/command.hpp"

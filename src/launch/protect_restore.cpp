@@ -11,7 +11,7 @@
 #include <map>
 #include <set>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include "policy/gitdirs.hpp"
 #include "policy/protect.hpp"

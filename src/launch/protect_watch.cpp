@@ -9,7 +9,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include "launch/protect_restore.hpp"
 #include "policy/gitdirs.hpp"

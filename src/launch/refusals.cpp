@@ -2,7 +2,7 @@
 
 #include <cerrno>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include "policy/hosts.hpp"
 #include "policy/protect.hpp"

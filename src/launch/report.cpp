@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include "sys/fd.hpp"
 #include "sys/io.hpp"

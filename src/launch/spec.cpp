@@ -13,7 +13,7 @@
 #include <algorithm>
 #include <climits>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include "landlock/abi.hpp"
 #include "landlock/kernel.hpp"

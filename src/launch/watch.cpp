@@ -12,7 +12,7 @@
 #include <array>
 #include <cerrno>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include "ns/outcome.hpp"
 #include "ns/reaper.hpp"

@@ -13,7 +13,7 @@
 #include <map>
 #include <optional>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include "layers/dirs.hpp"
 #include "layers/gitbin.hpp"

@@ -1,6 +1,6 @@
 #include "layers/gitbin.hpp"
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 namespace nsrun::layers {
 

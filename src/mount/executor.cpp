@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include "mount/protect.hpp"
 #include "sys/fd.hpp"

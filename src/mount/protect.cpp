@@ -10,7 +10,7 @@
 
 #include <memory>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include "policy/protect.hpp"
 #include "sys/fd.hpp"

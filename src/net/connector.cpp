@@ -11,7 +11,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 namespace nsrun::egress {
 

@@ -27,11 +27,12 @@
 #include <optional>
 #include <set>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include "net/confine.hpp"
 #include "net/resolve.hpp"
 #include "net/wire.hpp"
+#include "policy/json.hpp"
 #include "sys/utc.hpp"
 
 namespace nsrun::egress {

@@ -26,9 +26,12 @@
 #include <vector>
 
 #include "policy/hosts.hpp"
-#include "policy/json.hpp"
 #include "sys/error.hpp"
 #include "sys/fd.hpp"
+
+namespace nsrun::json {
+struct Value;  // policy/json.hpp, for the callers that build or read JSON
+}  // namespace nsrun::json
 
 namespace nsrun::egress {
 

@@ -9,7 +9,7 @@
 #include <cctype>
 #include <iterator>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 namespace nsrun {
 

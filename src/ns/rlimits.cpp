@@ -2,7 +2,7 @@
 
 #include <sys/resource.h>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 namespace nsrun {
 

@@ -13,7 +13,7 @@
 #include <cerrno>
 #include <cstdlib>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 namespace nsrun {
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 namespace nsrun {
 

@@ -4,7 +4,7 @@
 #include <array>
 #include <map>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 namespace nsrun {
 

@@ -14,7 +14,7 @@
 #include <cstring>
 #include <set>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include "policy/protect.hpp"
 #include "sys/fd.hpp"

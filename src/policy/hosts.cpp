@@ -6,7 +6,7 @@
 #include <charconv>
 #include <tuple>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include "policy/idn.hpp"
 

@@ -6,7 +6,9 @@
 #include <charconv>
 #include <limits>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
+
+#include "policy/json.hpp"
 
 namespace nsrun {
 

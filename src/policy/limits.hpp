@@ -10,8 +10,11 @@
 #include <string_view>
 #include <vector>
 
-#include "policy/json.hpp"
 #include "sys/error.hpp"
+
+namespace nsrun::json {
+struct Value;  // policy/json.hpp, for the callers that build or read JSON
+}  // namespace nsrun::json
 
 namespace nsrun {
 

@@ -11,7 +11,7 @@
 #include <cstdlib>
 #include <memory>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include "policy/sockets.hpp"
 #include "sys/fd.hpp"

@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include "policy/paths.hpp"
 #include "policy/protect.hpp"

@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include "sys/fd.hpp"
 #include "sys/io.hpp"

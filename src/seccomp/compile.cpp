@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <memory>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include "sys/fd.hpp"
 

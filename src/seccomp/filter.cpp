@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <set>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include "seccomp/precompiled.hpp"
 

@@ -11,7 +11,7 @@
 #include <cstring>
 #include <memory>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include "seccomp/precompiled.hpp"
 

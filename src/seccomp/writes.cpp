@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <array>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include "sys/error.hpp"
 

@@ -14,7 +14,7 @@
 #include <cstring>
 #include <memory>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include "seccomp/notify.hpp"
 #include "seccomp/precompiled.hpp"

@@ -22,7 +22,7 @@
 #include <optional>
 #include <vector>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include "launch/attempt.hpp"
 #include "launch/home_fallback.hpp"

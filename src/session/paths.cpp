@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include "layers/dirs.hpp"
 

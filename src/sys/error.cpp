@@ -4,7 +4,7 @@
 #include <cstring>
 #include <iterator>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 namespace nsrun {
 

@@ -5,7 +5,7 @@
 // editor would run once nsrun returns, each reported (snapshot and
 // restore, launch/protect_restore.hpp).
 #include <catch2/catch_test_macros.hpp>
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <dirent.h>
 #include <sys/stat.h>

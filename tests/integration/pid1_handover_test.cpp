@@ -7,7 +7,7 @@
 #include "harness.hpp"
 
 #include <catch2/catch_test_macros.hpp>
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <elf.h>
 #include <fcntl.h>

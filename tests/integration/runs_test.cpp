@@ -12,7 +12,7 @@
 
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <dirent.h>
 #include <signal.h>

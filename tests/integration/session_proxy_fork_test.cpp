@@ -10,7 +10,7 @@
 #include "session_support.hpp"
 
 #include <catch2/catch_test_macros.hpp>
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <signal.h>
 #include <unistd.h>
