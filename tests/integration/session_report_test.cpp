@@ -79,6 +79,18 @@ std::string curl_to(const std::string& host) {
   return "/usr/bin/curl -s -o /dev/null -w '%{http_code}' -x \"$HTTP_PROXY\" http://" + host + "/";
 }
 
+// An exec (with --verdict) that runs while another process of the session
+// is denied twice: it waits for the other's marker `denied-once`, removes
+// it, waits for the next one, and exits 4. So two denials fall inside its
+// window, whoever made them.
+ExecReport exec_across_two_denials(const Session& s) {
+  return exec_reported(s,
+                       {"sh", "-c",
+                        "while [ ! -e denied-once ]; do :; done; rm denied-once; "
+                        "while [ ! -e denied-once ]; do :; done; exit 4"},
+                       {"--verdict"});
+}
+
 }  // namespace
 
 TEST_CASE("session report: a clean exec's report says how it ended and lists no refusal", "[session-report]") {
@@ -244,9 +256,7 @@ TEST_CASE("attack: a background job's egress denials during a foreground exec ar
   require_started(s.start({"--network", "proxy", "--allow-host", "allowed.test"}));
   const std::string flood = "while :; do " + curl_to("from-background.test") + " >/dev/null; touch denied-once; done";
   REQUIRE(s.exec({"sh", "-c", flood}, {"--background"}).exit_code == 0);
-  ExecReport r = exec_reported(s, {"sh", "-c", "while [ ! -e denied-once ]; do :; done; rm denied-once; "
-                                               "while [ ! -e denied-once ]; do :; done; exit 4"},
-                               {"--verdict"});
+  ExecReport r = exec_across_two_denials(s);
   INFO(r.run.err);
   CHECK(r.run.exit_code == 4);
   REQUIRE(r.report.is_object());
@@ -398,9 +408,7 @@ TEST_CASE("attack: egress denials of a process an earlier exec left running are 
   const std::string left = "(while :; do " + curl_to("left-behind.test") +
                            "; touch denied-once; done) >/dev/null 2>&1 </dev/null &";
   REQUIRE(s.exec({"sh", "-c", left}).exit_code == 0);
-  ExecReport r = exec_reported(s, {"sh", "-c", "while [ ! -e denied-once ]; do :; done; rm denied-once; "
-                                               "while [ ! -e denied-once ]; do :; done; exit 4"},
-                               {"--verdict"});
+  ExecReport r = exec_across_two_denials(s);
   INFO(r.run.err);
   CHECK(r.run.exit_code == 4);
   REQUIRE(r.report.is_object());
