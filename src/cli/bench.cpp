@@ -58,8 +58,9 @@ std::string self_path() {
   return std::string(buf, static_cast<std::size_t>(n));
 }
 
-// A private scratch directory: the workspace of every row, and the
-// directories the bind rows mount.
+// Private scratch directories: the workspace of every row (empty, as a
+// launch's scan of a writable root after the run costs per directory),
+// and beside it, never inside, the directories the bind rows mount.
 class Scratch {
  public:
   ~Scratch() {
@@ -73,7 +74,7 @@ class Scratch {
       if (parent) (void)layers::remove_tree(parent.get(), repo_.substr(tmp_.size() + 1), repo_);
     }
     for (std::size_t i = binds_; i-- > 0;) ::rmdir(bind_dir(i).c_str());
-    if (binds_) ::rmdir((dir_ + "/binds").c_str());
+    if (!binds_dir_.empty()) ::rmdir(binds_dir_.c_str());
     if (!dir_.empty()) ::rmdir(dir_.c_str());
   }
   Result<void> create(std::size_t binds) {
@@ -83,7 +84,9 @@ class Scratch {
     if (::mkdtemp(templ.data()) == nullptr) return fail(sys_error("mkdtemp", templ));
     dir_ = templ;
     if (binds == 0) return {};
-    if (::mkdir((dir_ + "/binds").c_str(), 0755) != 0) return fail(sys_error("mkdir", dir_ + "/binds"));
+    std::string binds_templ = fmt::format("{}/nsrun-bench-binds.XXXXXX", tmp_);
+    if (::mkdtemp(binds_templ.data()) == nullptr) return fail(sys_error("mkdtemp", binds_templ));
+    binds_dir_ = binds_templ;
     for (; binds_ < binds; ++binds_)
       if (::mkdir(bind_dir(binds_).c_str(), 0755) != 0) return fail(sys_error("mkdir", bind_dir(binds_)));
     return {};
@@ -129,10 +132,11 @@ class Scratch {
         return fail(r.error());
     return repo_;
   }
-  std::string bind_dir(std::size_t i) const { return fmt::format("{}/binds/{}", dir_, i); }
+  std::string bind_dir(std::size_t i) const { return fmt::format("{}/{}", binds_dir_, i); }
 
  private:
   std::string dir_;
+  std::string binds_dir_;
   std::string tmp_;
   std::string cow_;
   std::string repo_;

@@ -43,6 +43,29 @@ TEST_CASE("nsrun bench measures its rows and writes the table, the JSON and the 
   CHECK(plot.find("</svg>") != std::string::npos);
 }
 
+// Every writable row's launch scans the workspace after the run, at a cost
+// per directory: the bind rows' directories must not sit inside it, or
+// every row would measure that scan of a thousand directories.
+TEST_CASE("nsrun bench's workspace is empty: the bind rows' directories are beside it", "[bench]") {
+  require_userns();
+  TempDir out("bench-ws");
+  const std::string seen = out / "seen";
+  const std::string peer = "/bin/sh -c 'echo \"run: $(ls -A -- \"$0\" | wc -l)\" >> " + seen + "' {ws}";
+  RunResult r = nsrun({"bench", "-n", "2", "--warmup", "1", "--rows", "bare", "--binds", "3", "--vs", peer},
+                      [] {
+                        RunOptions o;
+                        o.timeout = 60s;
+                        return o;
+                      }());
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("nsrun +3 ro binds") != std::string::npos);
+  const std::string lines = read_file(seen);
+  CHECK(lines.starts_with("run: 0\n"));
+  CHECK(lines.find("run: ") != std::string::npos);
+  CHECK(lines.find_first_not_of("run: 0\n") == std::string::npos);
+}
+
 TEST_CASE("nsrun bench refuses bad options with exit 125", "[bench][validation]") {
   RunResult r = nsrun({"bench", "--launches", "zero"});
   CHECK(r.exit_code == 125);
