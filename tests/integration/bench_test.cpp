@@ -11,6 +11,17 @@
 
 using namespace nsrun_test;
 
+namespace {
+
+// A few launches per row: a bench that takes a minute is stuck.
+RunOptions within_a_minute() {
+  RunOptions o;
+  o.timeout = 60s;
+  return o;
+}
+
+}  // namespace
+
 TEST_CASE("nsrun bench measures its rows and writes the table, the JSON and the plot", "[bench]") {
   require_userns();
   TempDir out("bench");
@@ -18,11 +29,7 @@ TEST_CASE("nsrun bench measures its rows and writes the table, the JSON and the 
   const std::string svg = out / "bench.svg";
   RunResult r = nsrun({"bench", "-n", "3", "--warmup", "1", "--rows", "bare,read-only,workspace-write",
                        "--vs", "/bin/true", "--vs", "/nonexistent/peer", "--json", json, "--plot", svg},
-                      [] {
-                        RunOptions o;
-                        o.timeout = 60s;
-                        return o;
-                      }());
+                      within_a_minute());
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(r.out.find("nsrun read-only") != std::string::npos);
@@ -52,11 +59,7 @@ TEST_CASE("nsrun bench's workspace is empty: the bind rows' directories are besi
   const std::string seen = out / "seen";
   const std::string peer = "/bin/sh -c 'echo \"run: $(ls -A -- \"$0\" | wc -l)\" >> " + seen + "' {ws}";
   RunResult r = nsrun({"bench", "-n", "2", "--warmup", "1", "--rows", "bare", "--binds", "3", "--vs", peer},
-                      [] {
-                        RunOptions o;
-                        o.timeout = 60s;
-                        return o;
-                      }());
+                      within_a_minute());
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(r.out.find("nsrun +3 ro binds") != std::string::npos);
@@ -91,11 +94,7 @@ TEST_CASE("nsrun bench's floor rows exec the payload and pair every row against 
   const std::string log = out / "runs";
   RunResult r = nsrun({"bench", "-n", "3", "--warmup", "1", "--rows", "bare,floor", "--payload",
                        "/bin/sh -c 'echo \"$0\" >> " + log + "' ran", "--json", out / "bench.json"},
-                      [] {
-                        RunOptions o;
-                        o.timeout = 60s;
-                        return o;
-                      }());
+                      within_a_minute());
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
   std::size_t floors = 0;
@@ -127,8 +126,7 @@ TEST_CASE("nsrun bench's floor rows exec the payload and pair every row against 
 TEST_CASE("nsrun bench's cow row runs beside workspace-write and leaves no run layer", "[bench][cow]") {
   require_userns();
   TempDir tmp("bench-cow");
-  RunOptions o;
-  o.timeout = 60s;
+  RunOptions o = within_a_minute();
   o.env = {"TMPDIR=" + tmp.path()};
   RunResult r = nsrun({"bench", "-n", "3", "--warmup", "1", "--rows", "workspace-write,cow"}, o);
   INFO(r.out << r.err);
