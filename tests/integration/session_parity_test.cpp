@@ -22,8 +22,7 @@ TEST_CASE("session: a rename onto a protected .git/config reads EROFS in every e
           "[session]") {
   require_userns();
   Session s;
-  make_dir(s.ws / ".git");
-  write_file(s.ws / ".git/config", "[core]\n");
+  make_git_workspace(s);
   require_started(s.start());
   const std::string try_mv = "echo x > new$1; if mv new$1 .git/config 2>&1; then echo moved; fi";
   for (const char* round : {"1", "2"}) {

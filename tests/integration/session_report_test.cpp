@@ -124,8 +124,7 @@ TEST_CASE("session report: a rename onto a protected .git/config is a protected-
           "[session-report]") {
   require_userns();
   Session s;
-  make_dir(s.ws / ".git");
-  write_file(s.ws / ".git/config", "[core]\n");
+  make_git_workspace(s);
   require_started(s.start());
   ExecReport r = exec_reported(s, {"sh", "-c", "echo x > new; mv new .git/config 2>/dev/null; exit 3"}, {"--verdict"});
   INFO(r.run.err);
@@ -215,8 +214,7 @@ TEST_CASE("attack: a background job flooding refusals puts none of them in a for
           "[session-report]") {
   require_userns();
   Session s;
-  make_dir(s.ws / ".git");
-  write_file(s.ws / ".git/config", "[core]\n");
+  make_git_workspace(s);
   require_started(s.start());
   const std::string p = shell_quote(probe_path());
   // Refused calls and guarded renames as fast as a shell makes them, and
@@ -330,8 +328,7 @@ TEST_CASE("session report: --watch-writes at session start lists each exec's own
           "[session-report]") {
   require_userns();
   Session s;
-  make_dir(s.ws / ".git");
-  write_file(s.ws / ".git/config", "[core]\n");
+  make_git_workspace(s);
   require_started(s.start({"--watch-writes"}));
   // A background job writing outside, over and over, under another name.
   REQUIRE(s.exec({"sh", "-c", "while :; do echo x 2>/dev/null > /etc/from-background; touch writing; done"},

@@ -68,6 +68,13 @@ struct Session {
   }
 };
 
+// A workspace that is a git repository in its smallest form: a
+// .git/config, the protected path the session tests rename onto.
+inline void make_git_workspace(const Session& s) {
+  make_dir(s.ws / ".git");
+  write_file(s.ws / ".git/config", "[core]\n");
+}
+
 inline void require_started(const RunResult& r) {
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
