@@ -235,11 +235,15 @@ TEST_CASE("attack: a background job flooding refusals puts none of them in a for
   REQUIRE(r.report.is_object());
   CHECK(refusals_of(r.report, "").empty());
   CHECK(r.run.err.find("keyctl") == std::string::npos);
-  // Its own refusal, made during the flood, is its own and counted once.
+  // Its own refusals, made during the flood, are its own and never more
+  // than it made. A call made before nsrun knows the exec's session waits
+  // among at most 256 unclaimed ones, which the flood may push out: then it
+  // is uncounted (docs/sessions.md), never given to another exec.
   ExecReport own = exec_reported(s, {"sh", "-c", p + " sys keyctl; " + p + " sys keyctl; exit 1"});
   auto refused = refusals_of(own.report, "seccomp");
   REQUIRE(refused.size() == 1);
-  CHECK(refused[0]->find("count")->as_int() == 2);
+  CHECK(refused[0]->find("count")->as_int() >= 1);
+  CHECK(refused[0]->find("count")->as_int() <= 2);
   CHECK(refusals_of(own.report, "protected-path").empty());
   REQUIRE(s.run_nsrun({"session", "stop", s.name}).exit_code == 0);
   CHECK(read_file(s.ws / ".git/config") == "[core]\n");
