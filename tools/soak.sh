@@ -145,7 +145,14 @@ for ((t = 0; t < 100; t++)); do
 done
 
 mountinfo() { cut -d' ' -f1,5,9 /proc/self/mountinfo | sort; }
-fds_before=$(ls /proc/$$/fd | wc -l)
+# Counted by the shell's own glob, not $(ls ...): a command substitution's
+# pipe is the shell's while its child lists the directory, and its write
+# end may or may not be closed by then.
+# Counted by the shell's own glob: a $(ls ...) would list the directory
+# while the shell may or may not have closed its copy of the pipe's write
+# end yet (one more, or not).
+fd_list=(/proc/$$/fd/*)
+fds_before=${#fd_list[@]}
 mounts_before=$(mountinfo)
 say "seed $seed, $launches launches, rungs: ${usable[*]:-none}, nsrun $nsrun, user $(id -un)"
 say "replay: tools/soak.sh --seed $seed --launches $launches --rungs $rungs_arg"
@@ -246,7 +253,8 @@ for ((t = 0; t < 100; t++)); do
 done
 mounts_after=$(mountinfo)
 new_mounts=$(comm -13 <(printf '%s\n' "$mounts_before") <(printf '%s\n' "$mounts_after"))
-fds_after=$(ls /proc/$$/fd | wc -l)
+fd_list=(/proc/$$/fd/*)
+fds_after=${#fd_list[@]}
 
 for r in "${usable[@]}"; do
     left=$( (marked_pids "$token-$r-"; marked_pids "$token-see-$r") | sort -u)
