@@ -187,16 +187,12 @@ void remove_reported_tmpdir(int name_in) {
   remove_tree(std::string(name));
 }
 
-// nsrun's timer asks the supervisor to end the sandbox: without a PID
-// namespace "every process of the sandbox" is every process of the
-// supervisor's signal scope (kill(-1) from inside it), or without one,
-// every descendant of the supervisor (it is their subreaper, so a
-// daemonised one is still below it), found by walking /proc's parent links
-// from here. nsrun asks twice: SIGTERM first, SIGKILL at the kill-after
-// (the wait for the command then ends, and end_everything() reaps).
-void end_sandbox() {
-  static int asked = 0;
-  const int sig = ++asked == 1 ? SIGTERM : SIGKILL;
+// `sig` to every process of the sandbox: without a PID namespace that is
+// every process of the supervisor's signal scope (kill(-1) from inside it),
+// or without one, every descendant of the supervisor (it is their
+// subreaper, so a daemonised one is still below it), found by walking
+// /proc's parent links from here.
+void signal_sandbox(int sig) {
   if (in_signal_scope) {
     ::kill(-1, sig);
     return;
@@ -209,6 +205,19 @@ void end_sandbox() {
       if (parent == below[i] && std::find(below.begin(), below.end(), pid) == below.end()) below.push_back(pid);
   for (std::size_t i = 1; i < below.size(); ++i) ::kill(below[i], sig);
 }
+
+// nsrun's timer asks the supervisor to end the sandbox, twice: SIGTERM
+// first, SIGKILL at the kill-after (the wait for the command then ends,
+// and end_everything() reaps).
+void end_sandbox() {
+  static int asked = 0;
+  signal_sandbox(++asked == 1 ? SIGTERM : SIGKILL);
+}
+
+// The command has begun to exit after a signal was passed on
+// (WaitOptions::command_exiting): the rest of the sandbox ends now, as it
+// would at the command's end; end_everything() reaps it afterwards.
+void kill_sandbox() { signal_sandbox(SIGKILL); }
 
 // The supervisor's parent-death signal: a real-time one, outside the set
 // forwarded to the command, so it cannot be confused with a forwarded
@@ -323,7 +332,7 @@ int parent_death_signal() { return SIGRTMIN + 2; }
     ::close_range(3, ~0U, 0);
   }
   int raw = 0;
-  const int code = wait_command(command, WaitOptions{death, end_sandbox}, &raw);
+  const int code = wait_command(command, WaitOptions{death, end_sandbox, kill_sandbox}, &raw);
   if (code >= 0) send_final_status(a.words_fd, raw, -1);
   // The command exited (its descendants may live on) or nsrun died.
   end_everything();

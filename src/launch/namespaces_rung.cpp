@@ -80,7 +80,7 @@ bool command_may_ptrace(const Attempt& a) {
   if (::write(to_setup.get(), &go, 1) == 1) take_handed_locks(to_setup.get(), handover.locks_to_take);
   to_setup.reset();
   int raw = 0;
-  const int code = wait_command(setup, WaitOptions{0, end_pid_namespace}, &raw);
+  const int code = wait_command(setup, WaitOptions{0, end_pid_namespace, kill_pid_namespace}, &raw);
   const int64_t last = last_pid(a.last_pid_fd);
   send_final_status(a.words_fd, raw, last > 0 ? last - 1 : -1);
   ::_exit(code);
@@ -246,7 +246,7 @@ Fd split_off_setup(int channel, const LaunchSpec& p, const Attempt& a, Fd& self_
   }
   self_exe.reset();
   int raw = 0;
-  const int code = wait_command(command, WaitOptions{0, end_pid_namespace}, &raw);
+  const int code = wait_command(command, WaitOptions{0, end_pid_namespace, kill_pid_namespace}, &raw);
   // Minus PID 1: the command's processes and threads.
   const int64_t last = last_pid(a.last_pid_fd);
   send_final_status(a.words_fd, raw, last > 0 ? last - 1 : -1);

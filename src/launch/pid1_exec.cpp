@@ -43,6 +43,8 @@ bool self_has_interpreter() {
 
 void end_pid_namespace() { sys::raw(SYS_kill, -1, SIGTERM); }
 
+void kill_pid_namespace() { sys::raw(SYS_kill, -1, SIGKILL); }
+
 void exec_pid1_reaper(int self, const Pid1Handover& h) {
   std::vector<int> kept{h.words_fd, h.last_pid_fd, h.release_fd};
   kept.insert(kept.end(), h.held.begin(), h.held.end());
@@ -211,7 +213,7 @@ int pid1_reaper_main(int argc, char** argv) {
   if (::write(release, &go, 1) == 1) take_handed_locks(release, locks);
   ::close(release);
   int raw = 0;
-  const int code = wait_command(command, WaitOptions{0, end_pid_namespace}, &raw);
+  const int code = wait_command(command, WaitOptions{0, end_pid_namespace, kill_pid_namespace}, &raw);
   const int64_t processes = last_pid(last);
   // Minus PID 1: the command's processes and threads.
   send_final_status(words, raw, processes > 0 ? processes - 1 : -1);

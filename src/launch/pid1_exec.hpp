@@ -104,4 +104,8 @@ Result<void> hand_locks_to_pid1(int sock, const std::vector<Fd>& locks, const st
 // namespace (kill(-1) spares the caller). Raw system calls only.
 void end_pid_namespace();
 
+// kill(-1, SIGKILL) from PID 1: every other process of the namespace,
+// at once (WaitOptions::command_exiting). Raw system calls only.
+void kill_pid_namespace();
+
 }  // namespace nsrun
