@@ -20,6 +20,9 @@ constexpr int reap_batch = 32;
 // The kernel's PF_EXITING (include/linux/sched.h): set at the start of
 // do_exit(), before the process's memory and files are released.
 constexpr unsigned long pf_exiting = 0x4;
+// Fields of /proc/PID/stat (proc(5)).
+constexpr int stat_flags = 9;
+constexpr int stat_threads = 20;
 constexpr long longest_look_ms = 256;
 
 uint64_t monotonic_ns() {
@@ -45,8 +48,12 @@ bool exiting(pid_t pid) {
   const long got = sys::raw(SYS_read, fd, buf, sizeof buf);
   sys::raw(SYS_close, fd);
   if (got <= 0) return false;
-  const auto flags = flags_in_stat(std::string_view(buf, static_cast<std::size_t>(got)));
-  return flags && (*flags & pf_exiting) != 0;
+  const std::string_view stat(buf, static_cast<std::size_t>(got));
+  // Its last thread: a main thread that ended alone (pthread_exit) is
+  // exiting too, while the others run on.
+  const auto flags = number_in_stat(stat, stat_flags);
+  const auto threads = number_in_stat(stat, stat_threads);
+  return flags && threads && (*flags & pf_exiting) != 0 && *threads == 1;
 }
 
 void ignore_signal(int) {}
@@ -98,29 +105,28 @@ void reset_signals(const sigset_t& original_mask) {
   sigprocmask(SIG_SETMASK, &original_mask, nullptr);
 }
 
-std::optional<unsigned long> flags_in_stat(std::string_view stat) {
-  // "pid (comm) state ppid pgrp session tty_nr tpgid flags ...": comm may
-  // hold spaces and parentheses, so the fields count from its last ')'.
+std::optional<unsigned long> number_in_stat(std::string_view stat, int field) {
+  // "pid (comm) state ppid ...": comm may hold spaces and parentheses, so
+  // the fields count from its last ')', which ends field 2.
+  if (field < 4) return std::nullopt;
   const std::size_t paren = stat.rfind(')');
   if (paren == std::string_view::npos) return std::nullopt;
   std::string_view rest = stat.substr(paren + 1);
-  for (int field = 3; field <= 9; ++field) {
+  for (int at = 3;; ++at) {
     if (rest.empty() || rest[0] != ' ') return std::nullopt;
     rest.remove_prefix(1);
-    const std::size_t end = rest.find_first_of(" \n");
-    const std::string_view value = rest.substr(0, end);
+    const std::string_view value = rest.substr(0, rest.find_first_of(" \n"));
     if (value.empty()) return std::nullopt;
-    if (field == 9) {
-      unsigned long flags = 0;
+    if (at == field) {
+      unsigned long n = 0;
       for (const char c : value) {
-        if (c < '0' || c > '9' || flags > (~0UL - 9) / 10) return std::nullopt;
-        flags = flags * 10 + static_cast<unsigned long>(c - '0');
+        if (c < '0' || c > '9' || n > (~0UL - 9) / 10) return std::nullopt;
+        n = n * 10 + static_cast<unsigned long>(c - '0');
       }
-      return flags;
+      return n;
     }
     rest.remove_prefix(value.size());
   }
-  return std::nullopt;
 }
 
 int exit_status(int status) {

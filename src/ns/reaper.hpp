@@ -50,18 +50,19 @@ struct WaitOptions {
   void (*end_all)() = nullptr;  // on end_sandbox_signal(); raw system calls only
   // Once a signal that ends a process by default has been passed on, the
   // command is looked at (/proc/PID/stat, every 1 ms doubling to 256 ms)
-  // until it is seen exiting (PF_EXITING: it runs no more code of its own
-  // and its status is decided); then this ends the rest of the sandbox,
-  // once, as its end would. The kernel can take minutes to finish an exit
-  // when the command's own processes contend for the locks the exit needs
-  // (a fork bomb at its pids limit: every failed fork copies and frees the
-  // same file mappings), and the bomb goes on forking until it is killed.
-  // Raw system calls only.
+  // until it is seen exiting (PF_EXITING on its last thread: it runs no
+  // more code of its own and its status is decided); then this ends the
+  // rest of the sandbox, once, as its end would. The kernel can take
+  // minutes to finish an exit when the command's own processes contend for
+  // the locks the exit needs (a fork bomb at its pids limit: every failed
+  // fork copies and frees the same file mappings), and the bomb goes on
+  // forking until it is killed. Raw system calls only.
   void (*command_exiting)() = nullptr;
 };
 
-// The flags field of a /proc/PID/stat line (the ninth), or nullopt.
-std::optional<unsigned long> flags_in_stat(std::string_view stat);
+// Field `field` (numbered as in proc(5), 4 or more) of a /proc/PID/stat
+// line, as an unsigned number, or nullopt.
+std::optional<unsigned long> number_in_stat(std::string_view stat, int field);
 
 // wait_forwarding_until() with the timer's request served and the child's
 // wait status stored in *raw_status (when not null).
