@@ -13,8 +13,8 @@
 
 #include <algorithm>
 #include <optional>
-#include <charconv>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <memory>
 
@@ -344,18 +344,8 @@ int parent_death_signal() { return SIGRTMIN + 2; }
 }  // namespace
 
 pid_t parent_in_stat(std::string_view stat) {
-  // "pid (comm) state ppid ...": scanf would drag glibc's whole scanf and
-  // strtod family into the static binary for this one field.
-  const std::size_t paren = stat.rfind(')');
-  if (paren == std::string_view::npos) return -1;
-  std::string_view rest = stat.substr(paren + 1);
-  if (rest.size() < 4 || rest[0] != ' ' || rest[2] != ' ') return -1;
-  rest.remove_prefix(3);
-  pid_t ppid = -1;
-  const auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), ppid);
-  if (ec != std::errc{} || ppid < 0) return -1;
-  if (end != rest.data() + rest.size() && *end != ' ' && *end != '\n') return -1;
-  return ppid;
+  const auto ppid = number_in_stat(stat, 4);
+  return ppid && *ppid <= static_cast<unsigned long>(std::numeric_limits<pid_t>::max()) ? static_cast<pid_t>(*ppid) : -1;
 }
 
 std::vector<std::string> terminals() {
