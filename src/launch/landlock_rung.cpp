@@ -426,11 +426,8 @@ std::vector<std::pair<std::string, std::string>> protected_present(const Policy&
   return out;
 }
 
-// The rung's spec, a new one made from the launch's: this rung's limits
-// (what an rlimit keeps differs without a user namespace), the well-known
-// caches pointed at a cow home's redirect directory, and --network proxy's
-// environment retargeted to the proxy's port on the host (the connector
-// answers connect(), so no plain-filter fall back).
+}  // namespace
+
 LaunchSpec rung_spec(const LaunchSpec& base, RungLimits limits, const std::string& redirect,
                      std::optional<uint16_t> proxy_port) {
   LaunchSpec p = base;
@@ -443,8 +440,6 @@ LaunchSpec rung_spec(const LaunchSpec& base, RungLimits limits, const std::strin
   }
   return p;
 }
-
-}  // namespace
 
 Readiness assess(const Policy& policy, const ProtectWatch* scanned) {
   Readiness r;
