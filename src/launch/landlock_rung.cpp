@@ -400,7 +400,8 @@ std::map<std::string, std::vector<std::string>> hidden_listings(const std::vecto
           type = S_ISLNK(st.st_mode) ? DT_LNK : S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
         }
         if (type == DT_LNK) continue;
-        names.push_back(type == DT_DIR ? fmt::format("{}/", name) : std::string(name));
+        std::string& listed_name = names.emplace_back(name);
+        if (type == DT_DIR) listed_name += '/';
       }
     }
     // A listing cut short is no listing: make_ruleset() then refuses,
