@@ -45,7 +45,10 @@ constexpr const char* writable_devices[] = {"/dev/null", "/dev/zero", "/dev/full
 
 }  // namespace
 
-std::string cannot_express(const Policy& p) {
+namespace {
+
+// cannot_express() of `p`, whose mounts (effective_mounts()) are `mounts`.
+std::string cannot_express(const Policy& p, const std::vector<MountOp>& mounts) {
   // Identity and privilege: Landlock confines files, it cannot change who
   // the command is or hand it capabilities safely outside a user namespace.
   if (p.uid) return fmt::format("uid {}", *p.uid);
@@ -62,7 +65,6 @@ std::string cannot_express(const Policy& p) {
        std::any_of(p.writable.begin(), p.writable.end(), [](const std::string& d) { return contains_private_mounts(d); })))
     return "a writable / (this rung has no private /proc, /dev or /sys to keep out of it)";
 
-  const std::vector<MountOp> mounts = effective_mounts(p);
   // Without a PID namespace or mounts the command sees the host's file
   // system as it is; the policy must say the same, starting from the host's /.
   if (mounts.empty() || (mounts[0].kind != K::ro_bind && mounts[0].kind != K::bind) || mounts[0].source != "/" ||
@@ -109,6 +111,10 @@ std::string cannot_express(const Policy& p) {
   return {};
 }
 
+}  // namespace
+
+std::string cannot_express(const Policy& p) { return cannot_express(p, effective_mounts(p)); }
+
 std::vector<std::string> hidden_ancestors(const std::vector<std::string>& hidden) {
   std::vector<std::string> out;
   for (const auto& h : hidden) {
@@ -124,7 +130,9 @@ std::vector<std::string> hidden_ancestors(const std::vector<std::string>& hidden
 }
 
 std::expected<Ruleset, CannotExpress> make_ruleset(const Policy& p, int abi, const Inputs& in) {
-  if (std::string item = cannot_express(p); !item.empty()) return std::unexpected(CannotExpress{std::move(item)});
+  // The preset's list made once for the three walks below.
+  const std::vector<MountOp> mounts = effective_mounts(p);
+  if (std::string item = cannot_express(p, mounts); !item.empty()) return std::unexpected(CannotExpress{std::move(item)});
   // Landlock cannot take a right back below a writable root: a protected
   // path there that exists stays writable, and a missing one creatable.
   if (!in.protected_present.empty())
@@ -134,18 +142,18 @@ std::expected<Ruleset, CannotExpress> make_ruleset(const Policy& p, int abi, con
         in.protected_present.front())});
   // A writable root at or above a hidden credential grants reading it.
   std::string inside;
-  for_each_mount(p, [&](const MountOp& m) {
-    if (m.kind != MountOp::Kind::bind || !inside.empty()) return;
+  for (const MountOp& m : mounts) {
+    if (m.kind != MountOp::Kind::bind || !inside.empty()) continue;
     for (const auto& h : p.hidden_paths) {
       const std::string_view plain = h.ends_with('/') ? std::string_view(h).substr(0, h.size() - 1) : h;
       if (at_or_below(plain, m.dest)) {
         inside = fmt::format("hidden credential {} inside the writable root {} (--allow-read it, or use the "
                              "namespace rung)",
                              plain, m.dest);
-        return;
+        break;
       }
     }
-  });
+  }
   if (!inside.empty()) return std::unexpected(CannotExpress{std::move(inside)});
 
   // --network proxy without a network namespace: Landlock must refuse
@@ -178,6 +186,10 @@ std::expected<Ruleset, CannotExpress> make_ruleset(const Policy& p, int abi, con
         return plain == path;
       });
     };
+    std::size_t entries = 0;
+    for (const auto& [dir, names] : in.listings) entries += names.size();
+    r.rules.reserve(above.size() + entries + p.shown_in_hidden.size() + std::size(writable_devices) +
+                    in.terminals.size() + 1 + mounts.size());
     for (const auto& dir : above) {
       auto listed = in.listings.find(dir);
       if (listed == in.listings.end())
@@ -187,12 +199,17 @@ std::expected<Ruleset, CannotExpress> make_ruleset(const Policy& p, int abi, con
         const bool directory = listed_name.size() > 1 && listed_name.ends_with('/');
         const std::string_view entry = directory ? std::string_view(listed_name).substr(0, listed_name.size() - 1)
                                                  : std::string_view(listed_name);
-        const std::string path = dir == "/" ? fmt::format("/{}", entry) : fmt::format("{}/{}", dir, entry);
+        // dir/entry, or /entry below "/".
+        std::string path;
+        path.reserve(dir.size() + 1 + entry.size());
+        if (dir != "/") path = dir;
+        path += '/';
+        path += entry;
         // Opened through no symlink: an entry swapped for a link after it
         // was listed would carry the right to the link's target (a hidden
         // path); the launch then fails instead.
         if (!hidden_or_above(path))
-          r.rules.push_back({path, reading, true, "read and execute", true, directory, !directory});
+          r.rules.push_back({std::move(path), reading, true, "read and execute", true, directory, !directory});
       }
     }
   }
@@ -209,10 +226,8 @@ std::expected<Ruleset, CannotExpress> make_ruleset(const Policy& p, int abi, con
     if (std::find(devices.begin(), devices.end(), t) == devices.end()) devices.push_back(t);
   for (const auto& d : devices) r.rules.push_back({d, device, true, "device"});
   if (!in.tmpdir.empty()) r.rules.push_back(tmpdir_rule(r, in.tmpdir));
-  for_each_mount(p, [&](const MountOp& m) {
-    if (m.kind == MountOp::Kind::bind)
-      r.rules.push_back({m.dest, all, m.optional, "writable root", !p.follow_symlinks});
-  });
+  for (const MountOp& m : mounts)
+    if (m.kind == MountOp::Kind::bind) r.rules.push_back({m.dest, all, m.optional, "writable root", !p.follow_symlinks});
 
   // What the kernel cannot enforce at this ABI, in the order of the ABIs
   // that added it.

@@ -399,7 +399,8 @@ std::map<std::string, std::vector<std::string>> hidden_listings(const std::vecto
           type = S_ISLNK(st.st_mode) ? DT_LNK : S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
         }
         if (type == DT_LNK) continue;
-        names.push_back(type == DT_DIR ? fmt::format("{}/", name) : std::string(name));
+        std::string& listed_name = names.emplace_back(name);
+        if (type == DT_DIR) listed_name += '/';
       }
     }
     // A listing cut short is no listing: make_ruleset() then refuses,
@@ -425,11 +426,8 @@ std::vector<std::pair<std::string, std::string>> protected_present(const Policy&
   return out;
 }
 
-// The rung's spec, a new one made from the launch's: this rung's limits
-// (what an rlimit keeps differs without a user namespace), the well-known
-// caches pointed at a cow home's redirect directory, and --network proxy's
-// environment retargeted to the proxy's port on the host (the connector
-// answers connect(), so no plain-filter fall back).
+}  // namespace
+
 LaunchSpec rung_spec(const LaunchSpec& base, RungLimits limits, const std::string& redirect,
                      std::optional<uint16_t> proxy_port) {
   LaunchSpec p = base;
@@ -442,8 +440,6 @@ LaunchSpec rung_spec(const LaunchSpec& base, RungLimits limits, const std::strin
   }
   return p;
 }
-
-}  // namespace
 
 Readiness assess(const Policy& policy, const ProtectWatch* scanned) {
   Readiness r;

@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -61,6 +62,18 @@ Readiness assess(const Policy& policy, const ProtectWatch* scanned = nullptr);
 // caches, the proxy's port) is a new one made from `spec` before the fork;
 // neither is written after it: what the run learns is `a`'s.
 LaunchOutcome run(const LaunchSpec& spec, Attempt& a, Readiness ready);
+
+// The rung's spec, a new one made from the launch's (run() makes it before
+// its fork): this rung's limits and observation (apply_limits(): every
+// field of the namespace rung's replaced, its notifying program among
+// them), the well-known caches pointed at a cow home's redirect directory,
+// and --network proxy's environment retargeted to the proxy's port on the
+// host (the connector answers connect(), so no plain-filter fall back).
+// What the command loads here is this spec's `seccomp_notify`,
+// `watch_writes` and `extra_seccomp`, and Readiness::seccomp; never the
+// base's `seccomp`.
+LaunchSpec rung_spec(const LaunchSpec& base, RungLimits limits, const std::string& redirect,
+                     std::optional<uint16_t> proxy_port);
 
 // The parent pid field of a /proc/<pid>/stat line, -1 when `stat` is not
 // one. The command name before it may hold spaces and ')', and only the

@@ -171,7 +171,9 @@ int run(const Policy& policy, const ErrorReporter& report_error, SetupDeath setu
   // nsrun's own failure (a refused rung, no sandbox available): nothing
   // of the command's is in an empty run layer to review.
   if (outcome.error) drop_unused_run(*layers, report);
-  report.seccomp_filter = !spec.seccomp.empty();
+  // From the filter's key: a spec made for the Landlock rung alone has the
+  // namespace rung's program unpacked nowhere.
+  report.seccomp_filter = filter_loads(spec.filter);
   report_protected(protect_watch, policy, report, outcome.error);
   if (spec.egress) report.network = std::move(outcome.egress_decisions);
   // The rung that ran decided how each limit was kept: a best-effort

@@ -107,10 +107,15 @@ Result<LaunchSpec> prepare(const Policy& policy, SpecFor rungs) {
   p.keep_setfcap = policy.allow_nested_userns && policy.preset && ::geteuid() == 0 && policy.ns.user &&
                    !policy.userns_fd &&
                    std::find(p.keep_caps.begin(), p.keep_caps.end(), CAP_SETFCAP) == p.keep_caps.end();
-  auto filter = compile_filter(policy);
-  if (!filter) return fail(filter.error());
   p.filter = filter_key(policy, FilterRung::namespaces);
-  p.seccomp = std::move(*filter);
+  // The namespace rung's program, unpacked only for a spec it may run: the
+  // Landlock rung loads its own (landlock::assess()).
+  const RungPrograms unpack = rungs == SpecFor::every_rung ? RungPrograms::unpacked : RungPrograms::none;
+  if (unpack == RungPrograms::unpacked) {
+    auto filter = compile_filter(policy);
+    if (!filter) return fail(filter.error());
+    p.seccomp = std::move(*filter);
+  }
   if (policy.disable_userns) {
     auto no_userns = compile_no_userns_filter();
     if (!no_userns) return fail(no_userns.error());
@@ -134,7 +139,9 @@ Result<LaunchSpec> prepare(const Policy& policy, SpecFor rungs) {
   p.lock_files = policy.lock_files;
   if (policy.new_session) p.new_session = *policy.new_session ? 1 : 0;
   p.die_with_parent = policy.die_with_parent;
-  auto limits = rung_limits(policy, FilterRung::namespaces);
+  // Planned for every spec: a limit the namespace rung cannot keep refuses
+  // the launch here, whichever rung --backend allows.
+  auto limits = rung_limits(policy, FilterRung::namespaces, unpack);
   if (!limits) return fail(limits.error());
   apply_limits(p, std::move(*limits));
   p.timeline.mark("prepare");
@@ -190,7 +197,7 @@ LimitFacts limit_facts(const Policy& policy, bool namespaces_rung) {
   return limit_facts(policy, namespaces_rung, nullptr);
 }
 
-Result<RungLimits> rung_limits(const Policy& policy, FilterRung rung) {
+Result<RungLimits> rung_limits(const Policy& policy, FilterRung rung, RungPrograms programs) {
   RungLimits out;
   std::string cgroup_dir;
   const LimitFacts facts = limit_facts(policy, rung == FilterRung::namespaces, &cgroup_dir);
@@ -206,6 +213,7 @@ Result<RungLimits> rung_limits(const Policy& policy, FilterRung rung) {
   // connect() through the listener (net/connector.hpp), observed or not.
   const bool answers = rung == FilterRung::landlock && policy.network == Network::proxy;
   if (answers) out.observe = true;
+  if (programs == RungPrograms::none) return out;
   // Not with --assert-userns-disabled: its check is a notified call made
   // before the exec, while nsrun still waits for the exec (a wait on itself).
   if (out.observe && (!policy.assert_userns_disabled || answers)) {
@@ -246,6 +254,7 @@ void apply_limits(LaunchSpec& p, RungLimits l) {
 // watches; no notifying variant (--seccomp none or log,
 // --assert-userns-disabled): the kernel's EBUSY stands.
 Result<void> arm_protect_guard(LaunchSpec& p, const Policy& policy, std::vector<std::string> held) {
+  if (!p.plan.mounts_planned) return {};
   if (p.write_scope) {
     if (!p.write_scope->landlock) p.write_scope->held = std::move(held);
     return {};

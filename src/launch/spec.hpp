@@ -87,8 +87,13 @@ struct LaunchSpec {
 
 // Which rungs a spec is made for. A launch whose --backend leaves the
 // namespace rung out needs no mount list: prepare() then plans none
-// (plan_without_mounts(), LaunchPlan::mounts_planned false), the rest of
-// the spec as for every rung (tests/unit/landlock_spec_test.cpp).
+// (plan_without_mounts(), LaunchPlan::mounts_planned false), nor unpacks
+// the namespace rung's programs (`seccomp`, `seccomp_notify`,
+// `watch_writes` stay empty; `filter` is set, which is what the report
+// reads of them), since the Landlock rung loads programs of its own. The
+// rest of the spec, the namespace rung's limits and the refusals they make
+// included, is as for every rung (tests/unit/spec_for_landlock_test.cpp,
+// tests/unit/landlock_programs_test.cpp).
 enum class SpecFor { every_rung, landlock_only };
 
 Result<LaunchSpec> prepare(const Policy& policy, SpecFor rungs = SpecFor::every_rung);
@@ -108,12 +113,18 @@ struct RungLimits {
   std::string cgroup_base;
   std::vector<std::pair<std::string, std::string>> cgroup_v1_dirs;
 };
-Result<RungLimits> rung_limits(const Policy& policy, FilterRung rung);
+// `programs`: the observation's programs unpacked (`notify`,
+// `watch_writes`, and with them `notify_key` and `write_scope`), or only
+// decided (`observe`) for a spec whose rung never runs them.
+enum class RungPrograms { unpacked, none };
+Result<RungLimits> rung_limits(const Policy& policy, FilterRung rung, RungPrograms programs = RungPrograms::unpacked);
 void apply_limits(LaunchSpec& p, RungLimits limits);
 
 // The last of the spec, before the ladder: the protect guard
 // (seccomp/writes.hpp) on the namespace rung, armed when the launch's scan
-// found protected paths that mounts hold (`held`).
+// found protected paths that mounts hold (`held`). Nothing for a spec made
+// for the Landlock rung alone (no mounts hold anything there; its rung
+// spec replaces every field the guard sets).
 Result<void> arm_protect_guard(LaunchSpec& p, const Policy& policy, std::vector<std::string> held);
 
 // The candidate paths execvp would try for `name` under `path_var`.

@@ -67,6 +67,9 @@ std::vector<MountOp> preset_mounts(const Policy& policy) {
   using K = MountOp::Kind;
   std::vector<MountOp> out;
   if (!policy.preset || policy.mode == Mode::full_access) return out;
+  // Room for every step below (at most 11, the writable roots and the
+  // home's --allow-read binds): none is moved again as the list grows.
+  out.reserve(11 + policy.writable.size() + policy.allow_read.size());
 
   const bool writing = policy.mode == Mode::workspace_write;
   out.push_back(op(K::ro_bind, "/", "/"));
@@ -136,8 +139,11 @@ MountOp resolver_mount() {
 }
 
 std::vector<MountOp> effective_mounts(const Policy& policy) {
-  std::vector<MountOp> out;
-  for_each_mount(policy, [&](const MountOp& m) { out.push_back(m); });
+  // for_each_mount()'s order, the preset's steps moved rather than copied.
+  std::vector<MountOp> out = preset_mounts(policy);
+  out.reserve(out.size() + policy.mounts.size() + 1);
+  out.insert(out.end(), policy.mounts.begin(), policy.mounts.end());
+  if (policy.network == Network::proxy) out.push_back(resolver_mount());
   return out;
 }
 

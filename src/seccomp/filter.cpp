@@ -19,6 +19,8 @@ Result<BpfProgram> compile_filter(const Policy& policy, FilterRung rung) {
   return precompiled_filter(filter_key(policy, rung));
 }
 
+bool filter_loads(const FilterKey& key) { return precompiled_filter_size(key) != 0; }
+
 Result<BpfProgram> compile_notify_filter(const Policy& policy, FilterRung rung) {
   return precompiled_notify_filter(filter_key(policy, rung));
 }

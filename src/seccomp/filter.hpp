@@ -21,6 +21,11 @@ using BpfProgram = std::vector<sock_filter>;
 // An empty program means "no filter" (seccomp none).
 Result<BpfProgram> compile_filter(const Policy& policy, FilterRung rung = FilterRung::namespaces);
 
+// Whether compile_filter() gives a program for `key` (false: --seccomp
+// none on the namespace rung), without unpacking it: what the report says
+// of a spec whose program was not unpacked (SpecFor::landlock_only).
+bool filter_loads(const FilterKey& key);
+
 // The notifying variant (seccomp/notify.hpp); empty when there is none.
 Result<BpfProgram> compile_notify_filter(const Policy& policy, FilterRung rung = FilterRung::namespaces);
 

@@ -13,13 +13,19 @@ Error damaged(unsigned id) {
                    "precompiled program " + std::to_string(id) + " does not unpack (a build error)");
 }
 
+// The number of instructions program `id` unpacks to.
+std::size_t unpacked_size(const packed::Program& p) {
+  std::size_t size = 0;
+  for (unsigned i = 0; i < p.insn_op_count; ++i) size += packed::insn_op[p.insn_ops + i].count;
+  return size;
+}
+
 // seccomp/packed.hpp: the instructions out of their pool, then each
 // conditional jump's (jt, jf) in order. Every count must come out exact.
 Result<BpfProgram> unpack(unsigned id) {
   if (id >= packed::program_count) return fail(damaged(id));
   const packed::Program& p = packed::programs[id];
-  std::size_t size = 0;
-  for (unsigned i = 0; i < p.insn_op_count; ++i) size += packed::insn_op[p.insn_ops + i].count;
+  const std::size_t size = unpacked_size(p);
   // Sized once and written in place: this runs at every launch, once per
   // program loaded (seccomp_test.cpp compares every program it gives with
   // libseccomp's).
@@ -50,6 +56,10 @@ Result<BpfProgram> unpack(unsigned id) {
 }  // namespace
 
 Result<BpfProgram> precompiled_filter(const FilterKey& key) { return unpack(packed::filters[key.index()]); }
+std::size_t precompiled_filter_size(const FilterKey& key) {
+  const unsigned id = packed::filters[key.index()];
+  return id < packed::program_count ? unpacked_size(packed::programs[id]) : 0;
+}
 Result<BpfProgram> precompiled_notify_filter(const FilterKey& key) { return unpack(packed::notify_filters[key.index()]); }
 Result<BpfProgram> precompiled_notify_watch_filter(const FilterKey& key) {
   return unpack(packed::notify_watch_filters[key.index()]);

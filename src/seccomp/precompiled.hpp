@@ -5,6 +5,7 @@
 // empty program (which would mean "no filter").
 #pragma once
 
+#include <cstddef>
 #include <string_view>
 
 #include "seccomp/filter.hpp"
@@ -13,6 +14,9 @@
 namespace nsrun {
 
 Result<BpfProgram> precompiled_filter(const FilterKey& key);
+// The size of precompiled_filter(key)'s program, read from the table
+// without unpacking it (0: no filter).
+std::size_t precompiled_filter_size(const FilterKey& key);
 Result<BpfProgram> precompiled_no_userns_filter();
 // The --watch-writes filter (seccomp/writes.hpp).
 Result<BpfProgram> precompiled_watch_writes_filter();
