@@ -296,7 +296,10 @@ bool same_object(const std::optional<struct statx>& a, int fd) {
 // it had.
 class ClosedLater {
  public:
-  ClosedLater() = default;
+  // `host_prefix`: where the host's root is by path ("/oldroot" when the
+  // root is built in the staging area, whose own /proc is empty), for
+  // counting this process's open fds in its /proc/self/fd.
+  explicit ClosedLater(std::string_view host_prefix) : fd_dir_(fmt::format("{}/proc/self/fd", host_prefix)) {}
   ClosedLater(const ClosedLater&) = delete;
   ClosedLater& operator=(const ClosedLater&) = delete;
   ~ClosedLater() { flush(); }
@@ -310,7 +313,7 @@ class ClosedLater {
       // step, a launch refused that ought to run). Unknown (no /proc):
       // closed at once.
       struct rlimit lim{};
-      const long open = open_fds();
+      const long open = open_fds(fd_dir_.c_str());
       batch_ = ::getrlimit(RLIMIT_NOFILE, &lim) == 0 && open >= 0 && lim.rlim_cur >= 256 &&
                        lim.rlim_cur - static_cast<rlim_t>(open) >= 256
                    ? 48
@@ -334,10 +337,10 @@ class ClosedLater {
   }
 
  private:
-  // How many fds this process has open (those of /proc/self/fd but the
+  // How many fds this process has open (those of `fd_dir` but the
   // listing's own); -1 when it cannot be told.
-  static long open_fds() {
-    Fd dir(::open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  static long open_fds(const char* fd_dir) {
+    Fd dir(::open(fd_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!dir) return -1;
     alignas(dirent64) char buf[4096];
     long n = 0;
@@ -355,6 +358,7 @@ class ClosedLater {
     return n - 1;  // the listing's own fd
   }
 
+  std::string fd_dir_;
   std::vector<int> fds_;
   int batch_ = -1;  // how many to hold; unknown until the first
 };
@@ -376,7 +380,7 @@ class RootBuilder {
   // the staging area, "" when stacked).
   RootBuilder(Fd staging, Fd host, Fd root, std::string host_prefix)
       : staging_(std::move(staging)), host_(std::move(host)), root_(std::move(root)),
-        host_prefix_(std::move(host_prefix)) {}
+        host_prefix_(std::move(host_prefix)), done_(host_prefix_) {}
 
   Result<void> run(const MountStep& s) {
     const bool mount_on_root = names_top(s.dest) && s.op != Op::set_attr && s.op != Op::mkdir &&
