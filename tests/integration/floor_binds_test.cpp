@@ -217,3 +217,25 @@ TEST_CASE("the sandbox's floor makes nsrun PID 1's system calls for each read-on
     CHECK(ns == fl);
   }
 }
+
+TEST_CASE("nsrun bench --binds prints each row's cost per bind beside the floor's, paired", "[floor-binds][bench]") {
+  require_userns();
+  (void)floor_sandbox_glibc();
+  TempDir out("bench-binds");
+  RunOptions o;
+  o.timeout = 120s;
+  RunResult r = nsrun({"bench", "-n", "5", "--warmup", "1", "--rows", "bare", "--binds", "100", "--json", out / "bench.json"}, o);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find(" failed)") == std::string::npos);
+  // The rows without binds are run for the difference, whatever --rows says.
+  CHECK(r.out.find("\nnsrun workspace-write ") != std::string::npos);
+  CHECK(r.out.find("\nfloor-sandbox glibc ") != std::string::npos);
+  CHECK(r.out.find("\nfloor-sandbox-net") == std::string::npos);
+  CHECK(r.out.find("per read-only bind") != std::string::npos);
+  CHECK(r.out.find("\nnsrun +100 ro binds ") != std::string::npos);
+  CHECK(r.out.find("floor-sandbox glibc +100 ro binds: ") != std::string::npos);
+  const std::string doc = read_file(out / "bench.json");
+  CHECK(doc.find(R"("binds": 100, "without_binds": "nsrun workspace-write", "per_bind_us": {"n": )") != std::string::npos);
+  CHECK(doc.find(R"("per_bind_floor_ratios": {"floor-sandbox glibc +100 ro binds": )") != std::string::npos);
+}
