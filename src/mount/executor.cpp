@@ -70,26 +70,46 @@ Result<Fd> open_in_root(int root, std::string_view path, int flags = O_PATH) {
 // is resolved through no symlink at all, so a writer racing nsrun cannot
 // point the protection (or the write access) elsewhere by swapping a
 // directory for a link. ".." stays inside the root.
+// The lookups below come in two halves: the system call, which answers an
+// fd or -1 with errno, and the Error made of a failure. A destination's
+// lookup misses (ENOENT) for every mount point that is then made, a
+// thousand times with a thousand binds under the private /tmp: that miss
+// is an answer, not an error, and makes none.
+int lookup_exact(int root, std::string_view path, int flags = O_PATH) {
+  return sys::openat2(root, relative(path).c_str(), flags | O_CLOEXEC, 0, RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS);
+}
+
+Error exact_error(Operation op, std::string_view path, int err) {
+  if (err == ELOOP)
+    return sys_error(op, path, ELOOP,
+                     "a symlink in the path (nsrun follows none in a path it protects or makes writable; "
+                     "give the resolved path)");
+  return sys_error(op, path, err);
+}
+
 Result<Fd> open_exact(int root, std::string_view path, Operation op, int flags = O_PATH) {
-  int fd = sys::openat2(root, relative(path).c_str(), flags | O_CLOEXEC, 0, RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS);
+  int fd = lookup_exact(root, path, flags);
   if (fd >= 0) return Fd(fd);
-  if (errno == ELOOP)
-    return fail(sys_error(op, path, ELOOP,
-                          "a symlink in the path (nsrun follows none in a path it protects or makes writable; "
-                          "give the resolved path)"));
-  return fail(sys_error(op, path));
+  return fail(exact_error(op, path, errno));
 }
 
 // open_in_root(), telling whether the lookup went through a symlink: a
 // first try follows none (the common case: one system call), and only a
 // path that has one is looked up again, following it inside the root.
-Result<Fd> open_noting_links(int root, std::string_view path, bool& followed) {
+// Its failure is sys_error(Operation::open, path, errno).
+int lookup_noting_links(int root, std::string_view path, bool& followed) {
   followed = false;
-  int fd = sys::openat2(root, relative(path).c_str(), O_PATH | O_CLOEXEC, 0, RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS);
-  if (fd >= 0) return Fd(fd);
-  if (errno != ELOOP) return fail(sys_error(Operation::open, path));
+  const std::string rel = relative(path);
+  int fd = sys::openat2(root, rel.c_str(), O_PATH | O_CLOEXEC, 0, RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS);
+  if (fd >= 0 || errno != ELOOP) return fd;
   followed = true;
-  return open_in_root(root, path);
+  return sys::openat2(root, rel.c_str(), O_PATH | O_CLOEXEC, 0, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+}
+
+Result<Fd> open_noting_links(int root, std::string_view path, bool& followed) {
+  int fd = lookup_noting_links(root, path, followed);
+  if (fd >= 0) return Fd(fd);
+  return fail(sys_error(Operation::open, path));
 }
 
 // Whether two fds name the same inode.
@@ -506,9 +526,10 @@ class RootBuilder {
       if (errno != EEXIST) return fail(sys_error(*file ? Operation::create : Operation::mkdir, path));
     }
     bool followed = false;
-    auto existing = exact ? open_exact(root_.get(), path, Operation::mount_dest) : open_noting_links(root_.get(), path, followed);
-    if (existing) return Destination{std::move(*existing), false, true, followed};
-    if (existing.error().err != ENOENT) return fail(existing.error());
+    const int found = exact ? lookup_exact(root_.get(), path) : lookup_noting_links(root_.get(), path, followed);
+    if (found >= 0) return Destination{Fd(found), false, true, followed};
+    if (const int err = errno; err != ENOENT)
+      return fail(exact ? exact_error(Operation::mount_dest, path, err) : sys_error(Operation::open, path, err));
     auto file = is_file();
     if (!file) return fail(file.error());
     auto made = create_in_root(root_.get(), path, *file, *file ? file_mount_point_mode : 0755, parent_mode);
