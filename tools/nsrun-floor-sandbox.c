@@ -7,7 +7,7 @@
  * per C library the build offers (like nsrun-floor-exec.c), so a run shows
  * how much of nsrun's launch is this floor and how much is nsrun's own.
  *
- *   nsrun-floor-sandbox-glibc [--net] WORKSPACE /ABSOLUTE/PAYLOAD [ARGS...]
+ *   nsrun-floor-sandbox-glibc [--net] [--ro /DIR]... WORKSPACE /ABSOLUTE/PAYLOAD [ARGS...]
  *
  * The sequence is nsrun's (strace -f of `nsrun --mode workspace-write
  * --workspace W --home ro -- /bin/true`, and `nsrun explain`):
@@ -64,6 +64,7 @@
 #define FLOOR_NR_clone3 435
 #define FLOOR_NR_mount_setattr 442
 #define FLOOR_NR_open_tree_attr 467
+#define FLOOR_NR_openat2 437
 
 #define FLOOR_CLONE_NEWNS 0x00020000ULL
 #define FLOOR_CLONE_NEWCGROUP 0x02000000ULL
@@ -94,6 +95,29 @@ struct floor_mount_attr {
 #define FLOOR_FSCONFIG_SET_FLAG 0u
 #define FLOOR_FSCONFIG_SET_STRING 1u
 #define FLOOR_FSCONFIG_CMD_CREATE 6u
+
+struct floor_open_how {
+  uint64_t flags, mode, resolve;
+};
+#define FLOOR_RESOLVE_NO_SYMLINKS 0x04ULL
+#define FLOOR_RESOLVE_BENEATH 0x08ULL
+#define FLOOR_RESOLVE_IN_ROOT 0x10ULL
+
+/* The fields of struct statx a bind reads, at the kernel's offsets. */
+struct floor_statx {
+  uint32_t mask, blksize;
+  uint64_t attributes;
+  uint32_t nlink, uid, gid;
+  uint16_t mode, pad0;
+  uint64_t ino, size, blocks, attributes_mask;
+  uint64_t times[8];
+  uint32_t rdev_major, rdev_minor, dev_major, dev_minor;
+  uint64_t mnt_id;
+  uint64_t spare[13];
+};
+#define FLOOR_STATX_TYPE 0x1u
+#define FLOOR_STATX_INO 0x100u
+#define FLOOR_STATX_MNT_ID 0x1000u
 
 /* Capabilities and seccomp (prctl numbers are in both libcs' sys/prctl.h;
  * these are not everywhere). */
@@ -192,7 +216,8 @@ static int new_fs(const char *type, const char *mode, uint64_t attrs) {
 /* A clone of the tree at dfd/path with `attrs` set: open_tree_attr (Linux
  * 6.15), else open_tree and mount_setattr. -1 with errno when it fails. */
 static int clone_tree(int dfd, const char *path, int recursive, uint64_t attrs) {
-  const unsigned flags = FLOOR_OPEN_TREE_CLONE | O_CLOEXEC | (recursive ? FLOOR_AT_RECURSIVE : 0);
+  const unsigned flags = FLOOR_OPEN_TREE_CLONE | O_CLOEXEC | (recursive ? FLOOR_AT_RECURSIVE : 0) |
+                         (path[0] == 0 ? FLOOR_AT_EMPTY_PATH : 0);
   struct floor_mount_attr attr = {attrs, 0, 0, 0};
   int fd = (int)syscall(FLOOR_NR_open_tree_attr, dfd, path, flags, &attr, sizeof attr);
   if (fd >= 0 || errno != ENOSYS) return fd;
@@ -261,10 +286,15 @@ static void loopback_up(void) {
   close(s);
 }
 
-/* Opens dfd/path as a directory, making the components missing (in a tmpfs
- * of the new root: elsewhere it is read-only and mkdirat fails). Never
- * follows a symlink. */
-static int make_path(int dfd, const char *path) {
+static int openat2_(int dfd, const char *path, uint64_t flags, uint64_t resolve) {
+  struct floor_open_how how = {flags | O_CLOEXEC, 0, resolve};
+  return (int)syscall(FLOOR_NR_openat2, dfd, path, &how, sizeof how);
+}
+
+/* Opens root/path as a directory, making the components missing (in a
+ * tmpfs of the new root: elsewhere it is read-only and mkdirat fails), one
+ * component at a time through no symlink, as nsrun's create_in_root(). */
+static int make_path(int root, const char *path) {
   char buf[4096];
   size_t len = strlen(path);
   if (len >= sizeof buf) {
@@ -272,23 +302,96 @@ static int make_path(int dfd, const char *path) {
     die(path);
   }
   memcpy(buf, path, len + 1);
-  int at = check(fcntl(dfd, F_DUPFD_CLOEXEC, 0), "dup");
+  const uint64_t strict = FLOOR_RESOLVE_NO_SYMLINKS | FLOOR_RESOLVE_BENEATH;
+  int at = root;
   for (char *name = strtok(buf, "/"); name; name = strtok(NULL, "/")) {
-    int fd = openat(at, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = openat2_(at, name, O_PATH | O_DIRECTORY, strict);
     if (fd < 0 && errno == ENOENT) {
       if (mkdirat(at, name, 0755) != 0) die(path);
-      fd = openat(at, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      fd = openat2_(at, name, O_PATH | O_DIRECTORY, strict);
     }
     if (fd < 0) die(path);
-    close(at);
+    if (at != root) close(at);
     at = fd;
   }
+  if (at == root) at = check(fcntl(root, F_DUPFD_CLOEXEC, 3), "dup");
   return at;
+}
+
+/* Fds a bind is done with, closed 48 at a time, one close_range() per run
+ * of consecutive numbers: nsrun's ClosedLater. */
+struct closed_later {
+  int fd[48];
+  unsigned n;
+};
+
+static void flush_closed(struct closed_later *c) {
+  for (unsigned i = 1; i < c->n; ++i)
+    for (unsigned j = i; j > 0 && c->fd[j - 1] > c->fd[j]; --j) {
+      int t = c->fd[j];
+      c->fd[j] = c->fd[j - 1];
+      c->fd[j - 1] = t;
+    }
+  for (unsigned i = 0; i < c->n;) {
+    unsigned j = i;
+    while (j + 1 < c->n && c->fd[j + 1] == c->fd[j] + 1) ++j;
+    if (syscall(SYS_close_range, (unsigned)c->fd[i], (unsigned)c->fd[j], 0) != 0) die("close_range");
+    i = j + 1;
+  }
+  c->n = 0;
+}
+
+static void close_later(struct closed_later *c, int fd) {
+  c->fd[c->n++] = fd;
+  if (c->n == sizeof c->fd / sizeof c->fd[0]) flush_closed(c);
+}
+
+static void statx_(int fd, struct floor_statx *st, const char *path) {
+  if (syscall(SYS_statx, fd, "", FLOOR_AT_EMPTY_PATH, FLOOR_STATX_TYPE | FLOOR_STATX_INO | FLOOR_STATX_MNT_ID, st) != 0)
+    die(path);
+}
+
+/* `--ro DIR`: DIR bound read-only over itself, with the system calls
+ * nsrun's PID 1 makes for it (strace -f of `nsrun --ro DIR ...`), no more
+ * and no fewer: the source looked up on the host through no symlink, its
+ * recursive clone with the flags set, the destination looked up in the new
+ * root; where it exists (the host's view) both ends' identities compared,
+ * so the mount lands on the object cloned; where it does not (under the
+ * private /tmp) the source's type asked and the path made; the clone
+ * attached, the three fds closed in batches. */
+static void bind_ro(int host, int root, const char *path, struct closed_later *later) {
+  const uint64_t in_root = FLOOR_RESOLVE_IN_ROOT | FLOOR_RESOLVE_NO_SYMLINKS;
+  const char *rel = path;
+  while (*rel == '/') ++rel;
+  int src = check(openat2_(host, rel, O_PATH, in_root), path);
+  int tree = check(clone_tree(src, "", 1, FLOOR_MOUNT_ATTR_RDONLY | FLOOR_MOUNT_ATTR_NOSUID | FLOOR_MOUNT_ATTR_NODEV), path);
+  int dst = openat2_(root, rel, O_PATH, in_root);
+  struct floor_statx a, b;
+  if (dst < 0 && errno != ENOENT) die(path);
+  statx_(src, &a, path);
+  if (dst >= 0) {
+    statx_(dst, &b, path);
+    if (a.ino != b.ino || a.dev_major != b.dev_major || a.dev_minor != b.dev_minor) {
+      errno = ESTALE;
+      die(path);
+    }
+  } else {
+    if (!S_ISDIR(a.mode)) {
+      errno = ENOTDIR;
+      die(path);
+    }
+    dst = make_path(root, path);
+  }
+  if (syscall(FLOOR_NR_move_mount, tree, "", dst, "", FLOOR_MOVE_MOUNT_F_EMPTY_PATH | FLOOR_MOVE_MOUNT_T_EMPTY_PATH) != 0)
+    die(path);
+  close_later(later, src);
+  close_later(later, tree);
+  close_later(later, dst);
 }
 
 /* ------------------------------------------------------------ PID 1 */
 
-static int pid1(const char *ws, char **payload, int net, unsigned uid, unsigned gid) {
+static int pid1(const char *ws, char **ro, int binds, char **payload, int net, unsigned uid, unsigned gid) {
   char map[48];
   if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) die("pdeathsig");
   id_map(map, uid);
@@ -300,8 +403,11 @@ static int pid1(const char *ws, char **payload, int net, unsigned uid, unsigned 
   if (net) loopback_up();
   if (sethostname("nsrun", 5) != 0) die("sethostname");
 
-  /* The root: the host's, read-only, recursively, stacked on /. */
+  /* The root: the host's, read-only, recursively, stacked on /. The
+   * binds' sources are looked up from the host's root, which a lookup that
+   * starts there still sees (it never enters a mount stacked on it). */
   if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) die("make / private");
+  const int host = binds ? check(open("/", O_PATH | O_DIRECTORY | O_CLOEXEC), "/") : -1;
   const uint64_t nosuid = FLOOR_MOUNT_ATTR_NOSUID, nodev = FLOOR_MOUNT_ATTR_NODEV, noexec = FLOOR_MOUNT_ATTR_NOEXEC;
   int tree = check(clone_tree(AT_FDCWD, "/", 1, FLOOR_MOUNT_ATTR_RDONLY | nosuid | nodev), "clone /");
   if (syscall(FLOOR_NR_move_mount, tree, "", AT_FDCWD, "/", FLOOR_MOVE_MOUNT_F_EMPTY_PATH) != 0) die("mount / on /");
@@ -352,6 +458,10 @@ static int pid1(const char *ws, char **payload, int net, unsigned uid, unsigned 
     die("mount the workspace");
   close(work);
   close(at);
+  struct closed_later later = {{0}, 0};
+  for (int i = 0; i < binds; ++i) bind_ro(host, root, ro[2 * i + 1], &later);
+  flush_closed(&later);
+  if (binds) close(host);
 
   if (fchdir(root) != 0) die("fchdir new root");
   if (syscall(SYS_pivot_root, ".", ".") != 0) die("pivot_root");
@@ -401,12 +511,16 @@ int main(int argc, char **argv) {
     return 125;
   }
   int net = argc > 1 && strcmp(argv[1], "--net") == 0;
-  if (argc < 3 + net || argv[1 + net][0] != '/' || argv[2 + net][0] != '/') {
-    say("usage", "nsrun-floor-sandbox [--net] /WORKSPACE /ABSOLUTE/PAYLOAD [ARGS...]");
+  char **ro = argv + 1 + net;
+  int binds = 0;
+  while (1 + net + 2 * binds + 1 < argc && strcmp(ro[2 * binds], "--ro") == 0 && ro[2 * binds + 1][0] == '/') ++binds;
+  const int first = 1 + net + 2 * binds;
+  if (argc < first + 2 || argv[first][0] != '/' || argv[first + 1][0] != '/') {
+    say("usage", "nsrun-floor-sandbox [--net] [--ro /DIR]... /WORKSPACE /ABSOLUTE/PAYLOAD [ARGS...]");
     return 125;
   }
-  const char *ws = argv[1 + net];
-  char **payload = argv + 2 + net;
+  const char *ws = argv[first];
+  char **payload = argv + first + 1;
   const unsigned uid = (unsigned)geteuid(), gid = (unsigned)getegid();
   struct floor_clone_args args;
   memset(&args, 0, sizeof args);
@@ -415,7 +529,7 @@ int main(int argc, char **argv) {
   args.exit_signal = SIGCHLD;
   long pid = syscall(FLOOR_NR_clone3, &args, sizeof args);
   if (pid < 0) die("clone3");
-  if (pid == 0) _exit(pid1(ws, payload, net, uid, gid));
+  if (pid == 0) _exit(pid1(ws, ro, binds, payload, net, uid, gid));
   int status = 0;
   while (waitpid((pid_t)pid, &status, 0) < 0)
     if (errno != EINTR) die("waitpid");

@@ -78,23 +78,38 @@ uint64_t phase_median(const PhaseSamples& p) {
 }
 
 using FloorRatios = std::vector<std::pair<std::string, double>> RowResult::*;
+using Figure = Summary RowResult::*;
 
-// One "above the floor" section: a line per row that has ratios in
-// `ratios`, each floor's p50 difference and paired ratio.
-void above_floors(std::string& out, const Results& res, std::size_t w, FloorRatios ratios, std::string_view title) {
-  if (std::none_of(res.rows.begin(), res.rows.end(), [&](const RowResult& r) { return !(r.*ratios).empty(); })) return;
+std::string in_ms(uint64_t ns) { return ms(ns) + " ms"; }
+
+std::string in_us(uint64_t ns) { return us(ns) + " µs"; }
+
+// One "against the floors" section: a line per row that has ratios in
+// `ratios` (with `own`, every row with a `figure`, which it shows first),
+// then for each floor the difference of the two p50s of `figure`, in
+// `unit`, and the paired ratio.
+void above_floors(std::string& out, const Results& res, std::size_t w, FloorRatios ratios, Figure figure,
+                  std::string (*unit)(uint64_t), bool own, std::string_view title) {
+  auto shown = [&](const RowResult& r) { return own ? (r.*figure).n != 0 : !(r.*ratios).empty(); };
+  if (std::none_of(res.rows.begin(), res.rows.end(), shown)) return;
   out += fmt::format("\n{}\n", title);
   for (const RowResult& r : res.rows) {
-    if ((r.*ratios).empty()) continue;
+    if (!shown(r)) continue;
     out += fmt::format("{:<{}}", r.row.name, w);
+    if (own) out += fmt::format("  {:>8}", unit((r.*figure).p50));
     for (const auto& [name, q] : r.*ratios) {
       const RowResult& f = *std::find_if(res.rows.begin(), res.rows.end(), [&](const RowResult& x) { return x.row.name == name; });
-      const bool below = r.latency.p50 < f.latency.p50;
-      const uint64_t d = below ? f.latency.p50 - r.latency.p50 : r.latency.p50 - f.latency.p50;
-      out += fmt::format("  {}: {}{} ms {}x", name, below ? "-" : "+", ms(d), fixed(q, 2));
+      const uint64_t a = (r.*figure).p50, b = (f.*figure).p50;
+      out += fmt::format("  {}: {}{} {}x", name, a < b ? "-" : "+", unit(a < b ? b - a : a - b), fixed(q, 2));
     }
     out += '\n';
   }
+}
+
+const RowResult* measured(const Results& res, std::string_view name) {
+  for (const RowResult& r : res.rows)
+    if (r.row.name == name && r.row.available && r.latency.n != 0) return &r;
+  return nullptr;
 }
 
 }  // namespace
@@ -164,20 +179,40 @@ void compute(Results& res) {
     if (r.row.name == res.options.baseline) res.baseline = i;
     if (r.row.name == "bare") res.bare = i;
   }
+  // A bind row's cost per bind, launch by launch against the same launch
+  // without the binds, which ran in the same round.
+  for (RowResult& r : res.rows) {
+    r.per_bind_ns.clear();
+    r.per_bind = Summary{};
+    const RowResult* plain = r.row.binds == 0 ? nullptr : measured(res, r.row.without_binds);
+    if (plain == nullptr || !r.row.available || r.latency.n == 0) continue;
+    std::vector<uint64_t> ok;
+    for (std::size_t i = 0; i < std::min(r.wall_ns.size(), plain->wall_ns.size()); ++i) {
+      const uint64_t a = r.wall_ns[i], b = plain->wall_ns[i];
+      r.per_bind_ns.push_back(a != 0 && b != 0 && a > b ? std::max<uint64_t>((a - b) / r.row.binds, 1) : 0);
+      if (r.per_bind_ns.back() != 0) ok.push_back(r.per_bind_ns.back());
+    }
+    r.per_bind = summarize(std::move(ok));
+  }
   for (RowResult& r : res.rows) {
     r.ratio.reset();
     r.overhead_ratio.reset();
     r.floor_ratios.clear();
     r.sandbox_floor_ratios.clear();
+    r.per_bind_floor_ratios.clear();
     if (!r.row.available || r.latency.n == 0) continue;
     if (!r.row.floor)
       for (const RowResult& f : res.rows)
         if (f.row.floor && f.row.available && f.latency.n != 0)
           if (auto q = paired_ratio(r.wall_ns, f.wall_ns)) r.floor_ratios.emplace_back(f.row.name, *q);
     if (r.row.floor_of.empty() && !r.row.promise.empty())
-      for (const RowResult& f : res.rows)
-        if (f.row.floor_of == r.row.promise && f.row.available && f.latency.n != 0)
-          if (auto q = paired_ratio(r.wall_ns, f.wall_ns)) r.sandbox_floor_ratios.emplace_back(f.row.name, *q);
+      for (const RowResult& f : res.rows) {
+        if (f.row.floor_of != r.row.promise || f.row.binds != r.row.binds || !f.row.available || f.latency.n == 0)
+          continue;
+        if (auto q = paired_ratio(r.wall_ns, f.wall_ns)) r.sandbox_floor_ratios.emplace_back(f.row.name, *q);
+        if (r.per_bind.n != 0 && f.per_bind.n != 0)
+          if (auto q = paired_ratio(r.per_bind_ns, f.per_bind_ns)) r.per_bind_floor_ratios.emplace_back(f.row.name, *q);
+      }
     if (res.baseline) r.ratio = paired_ratio(r.wall_ns, res.rows[*res.baseline].wall_ns);
     if (res.baseline && res.bare && &r != &res.rows[*res.bare]) {
       const double bare = static_cast<double>(res.rows[*res.bare].latency.p50);
@@ -222,11 +257,14 @@ std::string format_table(const Results& res) {
 
   // How far above the floor: a static program that only execs the payload;
   // then above the sandbox's floor: the kernel work of the same promise.
-  above_floors(out, res, w, &RowResult::floor_ratios,
+  above_floors(out, res, w, &RowResult::floor_ratios, &RowResult::latency, in_ms, false,
                "above the floor (a static program that only execs the payload): p50 - floor p50, paired ratio");
-  above_floors(out, res, w, &RowResult::sandbox_floor_ratios,
+  above_floors(out, res, w, &RowResult::sandbox_floor_ratios, &RowResult::latency, in_ms, false,
                "above the sandbox's floor (the kernel work of the same promise, no policy: nsrun-floor-sandbox):\n"
                "p50 - floor p50, paired ratio");
+  above_floors(out, res, w, &RowResult::per_bind_floor_ratios, &RowResult::per_bind, in_us, true,
+               "per read-only bind: (launch i - launch i of the same row without the binds) / binds, p50;\n"
+               "against the sandbox's floor with the same binds: p50 - floor p50, paired ratio");
 
   // Phases: one column per nsrun row, one line per phase, medians in µs.
   std::vector<const RowResult*> ns;
@@ -289,6 +327,15 @@ std::string to_json(const Results& res) {
     ratios("floor_ratios", r.floor_ratios);
     out += ", ";
     ratios("sandbox_floor_ratios", r.sandbox_floor_ratios);
+    out += ",\n";
+    out += fmt::format("     \"binds\": {}, \"without_binds\": {}, \"per_bind_us\": ", r.row.binds,
+                       r.row.binds ? json_string(r.row.without_binds) : "null");
+    out += r.per_bind.n == 0 ? std::string("null")
+                             : fmt::format("{{\"n\": {}, \"min\": {}, \"p50\": {}, \"max\": {}, \"mean\": {}}}",
+                                           r.per_bind.n, us(r.per_bind.min), us(r.per_bind.p50), us(r.per_bind.max),
+                                           us(r.per_bind.mean));
+    out += ", ";
+    ratios("per_bind_floor_ratios", r.per_bind_floor_ratios);
     out += ",\n";
     out += fmt::format("     \"launches_per_s\": {},\n",
                        o.concurrency && r.row.available ? json_number(r.per_second) : "null");

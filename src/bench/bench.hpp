@@ -35,6 +35,12 @@ struct Row {
   // The promise this row keeps: it is paired with the floor-sandbox rows of
   // that promise. Empty: with none.
   std::string promise;
+  // A row with `binds` extra read-only binds (`--binds N`): N, and the
+  // name of the same launch without them. Its cost per bind is launch i's
+  // difference to launch i of that row, over N; a bind row of nsrun is
+  // paired with the floor-sandbox bind rows of its promise and its N.
+  std::size_t binds = 0;
+  std::string without_binds;
   bool available = true;          // false: shown with `reason`, not measured
   std::string reason;
 };
@@ -95,8 +101,16 @@ struct RowResult {
   // Against each measured floor row, in row order: the floor's name and the
   // paired ratio row[i] / floor[i] (every row but the floors themselves).
   std::vector<std::pair<std::string, double>> floor_ratios;
-  // The same against each measured floor-sandbox row of this row's promise.
+  // The same against each measured floor-sandbox row of this row's promise
+  // (and of its number of binds).
   std::vector<std::pair<std::string, double>> sandbox_floor_ratios;
+  // Bind rows: per round, (wall_ns[i] - the row without binds' [i]) / binds;
+  // 0 where either launch failed or the difference was not positive.
+  std::vector<uint64_t> per_bind_ns;
+  Summary per_bind;                  // over the non-zero ones
+  // Against each floor-sandbox bind row paired with this one: the paired
+  // ratio of the per-bind costs, per_bind_ns[i] / floor's per_bind_ns[i].
+  std::vector<std::pair<std::string, double>> per_bind_floor_ratios;
   double per_second = 0;             // throughput pass, when asked
 };
 

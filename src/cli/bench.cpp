@@ -251,12 +251,18 @@ bench::Row floor_row(const BenchArgs& a, const std::string& self, std::string_vi
 
 // The sandbox's floor for `libc`: nsrun-floor-sandbox-
 // <libc>, the kernel work of workspace-write's launch (with `net`, of
-// network-none's) and no policy logic, on the same workspace.
+// network-none's) and no policy logic, on the same workspace; with `binds`,
+// each bound read-only over itself as nsrun's --ro binds them.
 bench::Row floor_sandbox_row(const BenchArgs& a, const std::string& self, std::string_view libc, const std::string& ws,
-                             bool net) {
+                             bool net, const std::vector<std::string>& binds = {}) {
   bench::Row r;
   r.name = fmt::format("floor-sandbox{} {}", net ? "-net" : "", libc);
   r.floor_of = net ? "network-none" : "workspace-write";
+  if (!binds.empty()) {
+    r.without_binds = r.name;
+    r.name += fmt::format(" +{} ro binds", binds.size());
+    r.binds = binds.size();
+  }
   const std::string file = fmt::format("nsrun-floor-sandbox-{}", libc);
   auto path = find_floor(a, self, file);
   if (!path) {
@@ -269,6 +275,7 @@ bench::Row floor_sandbox_row(const BenchArgs& a, const std::string& self, std::s
   char real[PATH_MAX];
   r.argv = {*path};
   if (net) r.argv.push_back("--net");
+  for (const std::string& dir : binds) r.argv.insert(r.argv.end(), {"--ro", dir});
   r.argv.push_back(::realpath(ws.c_str(), real) ? std::string(real) : ws);
   r.argv.insert(r.argv.end(), a.payload.begin(), a.payload.end());
   return r;
@@ -487,7 +494,9 @@ std::string bench_usage() {
       "  --rows LIST            nsrun's own rows to run, comma-separated, from\n"
       "                         bare,floor,floor-sandbox,read-only,workspace-write,network-none,\n"
       "                         network-proxy,landlock,landlock-git,limits,cow,home-cow,session\n"
-      "  --binds N              add a workspace-write row with N extra read-only binds\n"
+      "  --binds N              add a workspace-write row with N extra read-only binds and\n"
+      "                         the sandbox's floor with the same binds: the cost per bind\n"
+      "                         of each (runs workspace-write and floor-sandbox too)\n"
       "  --payload CMDLINE      the payload (default /bin/true, else nsrun --bench-noop)\n"
       "  --nsrun PATH           the nsrun binary to measure (default: this one)\n"
       "  --json FILE            write every figure as JSON (see docs/bench.md)\n"
@@ -537,11 +546,15 @@ int bench_main(std::span<const std::string> args) {
   }
   if (wanted(a, "floor"))
     for (std::string_view libc : floor_libcs) rows.push_back(floor_row(a, self, libc));
-  if (wanted(a, "floor-sandbox"))
+  // The bind rows' cost per bind is measured against these two rows
+  // without binds: with --binds they run whatever --rows says.
+  if (wanted(a, "floor-sandbox") || a.binds > 0)
     for (bool net : {false, true})
-      for (std::string_view libc : floor_libcs) rows.push_back(floor_sandbox_row(a, self, libc, ws, net));
+      if (!net || wanted(a, "floor-sandbox"))
+        for (std::string_view libc : floor_libcs) rows.push_back(floor_sandbox_row(a, self, libc, ws, net));
   if (wanted(a, "read-only")) rows.push_back(nsrun_row(a, ws, "nsrun read-only", "read-only", {}));
-  if (wanted(a, "workspace-write")) rows.push_back(nsrun_row(a, ws, "nsrun workspace-write", "workspace-write", {}));
+  if (wanted(a, "workspace-write") || a.binds > 0)
+    rows.push_back(nsrun_row(a, ws, "nsrun workspace-write", "workspace-write", {}));
   if (wanted(a, "network-none")) {
     rows.push_back(nsrun_row(a, ws, "nsrun network-none", "workspace-write", {"--network", "none"}));
     rows.back().promise = "network-none";
@@ -592,10 +605,18 @@ int bench_main(std::span<const std::string> args) {
     rows.push_back(session->row(a));
     rows.push_back(session->socket_row(a, self));
   }
+  // N read-only binds, under nsrun and under the sandbox's floor, which
+  // makes the same system calls for each: their costs per bind side by side.
   if (a.binds > 0) {
-    std::vector<std::string> extra;
-    for (std::size_t i = 0; i < a.binds; ++i) extra.insert(extra.end(), {"--ro", scratch.bind_dir(i)});
+    std::vector<std::string> dirs, extra;
+    for (std::size_t i = 0; i < a.binds; ++i) {
+      dirs.push_back(scratch.bind_dir(i));
+      extra.insert(extra.end(), {"--ro", dirs.back()});
+    }
     rows.push_back(nsrun_row(a, ws, fmt::format("nsrun +{} ro binds", a.binds), "workspace-write", std::move(extra)));
+    rows.back().binds = a.binds;
+    rows.back().without_binds = "nsrun workspace-write";
+    for (std::string_view libc : floor_libcs) rows.push_back(floor_sandbox_row(a, self, libc, ws, false, dirs));
   }
   std::vector<std::string> taken;
   for (const auto& r : rows) taken.push_back(r.name);

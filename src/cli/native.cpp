@@ -262,7 +262,11 @@ Result<Invocation> parse_native(std::span<const std::string> args, const CallerC
     }
     OptionCall call{p, values, arg, &state, nullptr};
     if (auto r = opt->set(call); !r) return fail(r.error());
-    inv.sources.push_back({"command line", "", arg, values});
+    // Where each value came from is read by `nsrun policy --explain-source`
+    // only (refused with any other action): a launch records none of its
+    // command line (a thousand --ro binds, each a copy of its option and
+    // value kept until exit).
+    if (inv.action == Invocation::Action::policy) inv.sources.push_back({"command line", "", arg, values});
     if (inv.action == Invocation::Action::help || inv.action == Invocation::Action::version) return inv;
     // The mounts this option added are named as typed in later errors
     // (validate: `--ro /x`, not the `--ro-bind` it becomes).

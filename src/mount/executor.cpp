@@ -70,26 +70,46 @@ Result<Fd> open_in_root(int root, std::string_view path, int flags = O_PATH) {
 // is resolved through no symlink at all, so a writer racing nsrun cannot
 // point the protection (or the write access) elsewhere by swapping a
 // directory for a link. ".." stays inside the root.
+// The lookups below come in two halves: the system call, which answers an
+// fd or -1 with errno, and the Error made of a failure. A destination's
+// lookup misses (ENOENT) for every mount point that is then made, a
+// thousand times with a thousand binds under the private /tmp: that miss
+// is an answer, not an error, and makes none.
+int lookup_exact(int root, std::string_view path, int flags = O_PATH) {
+  return sys::openat2(root, relative(path).c_str(), flags | O_CLOEXEC, 0, RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS);
+}
+
+Error exact_error(Operation op, std::string_view path, int err) {
+  if (err == ELOOP)
+    return sys_error(op, path, ELOOP,
+                     "a symlink in the path (nsrun follows none in a path it protects or makes writable; "
+                     "give the resolved path)");
+  return sys_error(op, path, err);
+}
+
 Result<Fd> open_exact(int root, std::string_view path, Operation op, int flags = O_PATH) {
-  int fd = sys::openat2(root, relative(path).c_str(), flags | O_CLOEXEC, 0, RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS);
+  int fd = lookup_exact(root, path, flags);
   if (fd >= 0) return Fd(fd);
-  if (errno == ELOOP)
-    return fail(sys_error(op, path, ELOOP,
-                          "a symlink in the path (nsrun follows none in a path it protects or makes writable; "
-                          "give the resolved path)"));
-  return fail(sys_error(op, path));
+  return fail(exact_error(op, path, errno));
 }
 
 // open_in_root(), telling whether the lookup went through a symlink: a
 // first try follows none (the common case: one system call), and only a
 // path that has one is looked up again, following it inside the root.
-Result<Fd> open_noting_links(int root, std::string_view path, bool& followed) {
+// Its failure is sys_error(Operation::open, path, errno).
+int lookup_noting_links(int root, std::string_view path, bool& followed) {
   followed = false;
-  int fd = sys::openat2(root, relative(path).c_str(), O_PATH | O_CLOEXEC, 0, RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS);
-  if (fd >= 0) return Fd(fd);
-  if (errno != ELOOP) return fail(sys_error(Operation::open, path));
+  const std::string rel = relative(path);
+  int fd = sys::openat2(root, rel.c_str(), O_PATH | O_CLOEXEC, 0, RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS);
+  if (fd >= 0 || errno != ELOOP) return fd;
   followed = true;
-  return open_in_root(root, path);
+  return sys::openat2(root, rel.c_str(), O_PATH | O_CLOEXEC, 0, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+}
+
+Result<Fd> open_noting_links(int root, std::string_view path, bool& followed) {
+  int fd = lookup_noting_links(root, path, followed);
+  if (fd >= 0) return Fd(fd);
+  return fail(sys_error(Operation::open, path));
 }
 
 // Whether two fds name the same inode.
@@ -296,7 +316,10 @@ bool same_object(const std::optional<struct statx>& a, int fd) {
 // it had.
 class ClosedLater {
  public:
-  ClosedLater() = default;
+  // `host_prefix`: where the host's root is by path ("/oldroot" when the
+  // root is built in the staging area, whose own /proc is empty), for
+  // counting this process's open fds in its /proc/self/fd.
+  explicit ClosedLater(std::string_view host_prefix) : fd_dir_(fmt::format("{}/proc/self/fd", host_prefix)) {}
   ClosedLater(const ClosedLater&) = delete;
   ClosedLater& operator=(const ClosedLater&) = delete;
   ~ClosedLater() { flush(); }
@@ -310,7 +333,7 @@ class ClosedLater {
       // step, a launch refused that ought to run). Unknown (no /proc):
       // closed at once.
       struct rlimit lim{};
-      const long open = open_fds();
+      const long open = open_fds(fd_dir_.c_str());
       batch_ = ::getrlimit(RLIMIT_NOFILE, &lim) == 0 && open >= 0 && lim.rlim_cur >= 256 &&
                        lim.rlim_cur - static_cast<rlim_t>(open) >= 256
                    ? 48
@@ -334,10 +357,10 @@ class ClosedLater {
   }
 
  private:
-  // How many fds this process has open (those of /proc/self/fd but the
+  // How many fds this process has open (those of `fd_dir` but the
   // listing's own); -1 when it cannot be told.
-  static long open_fds() {
-    Fd dir(::open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  static long open_fds(const char* fd_dir) {
+    Fd dir(::open(fd_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!dir) return -1;
     alignas(dirent64) char buf[4096];
     long n = 0;
@@ -355,6 +378,7 @@ class ClosedLater {
     return n - 1;  // the listing's own fd
   }
 
+  std::string fd_dir_;
   std::vector<int> fds_;
   int batch_ = -1;  // how many to hold; unknown until the first
 };
@@ -376,7 +400,7 @@ class RootBuilder {
   // the staging area, "" when stacked).
   RootBuilder(Fd staging, Fd host, Fd root, std::string host_prefix)
       : staging_(std::move(staging)), host_(std::move(host)), root_(std::move(root)),
-        host_prefix_(std::move(host_prefix)) {}
+        host_prefix_(std::move(host_prefix)), done_(host_prefix_) {}
 
   Result<void> run(const MountStep& s) {
     const bool mount_on_root = names_top(s.dest) && s.op != Op::set_attr && s.op != Op::mkdir &&
@@ -502,9 +526,10 @@ class RootBuilder {
       if (errno != EEXIST) return fail(sys_error(*file ? Operation::create : Operation::mkdir, path));
     }
     bool followed = false;
-    auto existing = exact ? open_exact(root_.get(), path, Operation::mount_dest) : open_noting_links(root_.get(), path, followed);
-    if (existing) return Destination{std::move(*existing), false, true, followed};
-    if (existing.error().err != ENOENT) return fail(existing.error());
+    const int found = exact ? lookup_exact(root_.get(), path) : lookup_noting_links(root_.get(), path, followed);
+    if (found >= 0) return Destination{Fd(found), false, true, followed};
+    if (const int err = errno; err != ENOENT)
+      return fail(exact ? exact_error(Operation::mount_dest, path, err) : sys_error(Operation::open, path, err));
     auto file = is_file();
     if (!file) return fail(file.error());
     auto made = create_in_root(root_.get(), path, *file, *file ? file_mount_point_mode : 0755, parent_mode);
