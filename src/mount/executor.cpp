@@ -248,6 +248,9 @@ bool names_root(std::string_view path) {
 // or for a bind of the host's "/" somewhere other than "/". Stacked on the
 // host's "/", the new root would be part of that recursive clone: the
 // destination would show the sandbox's own root instead of the host's.
+// (A tmpfs for the data files that is never attached would spare the
+// pivot, but closing the last fd of a detached mount dissolves it with a
+// synchronize_rcu_expedited(), some 250 µs here, more than the pivot.)
 bool needs_staging(const std::vector<MountStep>& steps) {
   for (const MountStep& s : steps) {
     if ((s.op == Op::write_file && !s.source.empty()) || (s.op == Op::overlay && s.private_upper)) return true;
@@ -296,7 +299,10 @@ bool same_object(const std::optional<struct statx>& a, int fd) {
 // it had.
 class ClosedLater {
  public:
-  ClosedLater() = default;
+  // `proc_fd_dir`: this process's fd directory by a path that reaches a
+  // procfs ("/proc/self/fd" on the host's root, under its prefix while the
+  // build runs in the staging area).
+  explicit ClosedLater(std::string proc_fd_dir) : proc_fd_dir_(std::move(proc_fd_dir)) {}
   ClosedLater(const ClosedLater&) = delete;
   ClosedLater& operator=(const ClosedLater&) = delete;
   ~ClosedLater() { flush(); }
@@ -310,11 +316,12 @@ class ClosedLater {
       // step, a launch refused that ought to run). Unknown (no /proc):
       // closed at once.
       struct rlimit lim{};
-      const long open = open_fds();
+      const long open = open_fds(proc_fd_dir_.c_str());
       batch_ = ::getrlimit(RLIMIT_NOFILE, &lim) == 0 && open >= 0 && lim.rlim_cur >= 256 &&
                        lim.rlim_cur - static_cast<rlim_t>(open) >= 256
                    ? 48
                    : 0;
+      fds_.reserve(static_cast<std::size_t>(batch_));
     }
     if (batch_ == 0) return;  // `fd` closes here
     fds_.push_back(fd.release());
@@ -336,8 +343,8 @@ class ClosedLater {
  private:
   // How many fds this process has open (those of /proc/self/fd but the
   // listing's own); -1 when it cannot be told.
-  static long open_fds() {
-    Fd dir(::open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  static long open_fds(const char* proc_fd_dir) {
+    Fd dir(::open(proc_fd_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!dir) return -1;
     alignas(dirent64) char buf[4096];
     long n = 0;
@@ -355,6 +362,7 @@ class ClosedLater {
     return n - 1;  // the listing's own fd
   }
 
+  std::string proc_fd_dir_;
   std::vector<int> fds_;
   int batch_ = -1;  // how many to hold; unknown until the first
 };
@@ -376,7 +384,7 @@ class RootBuilder {
   // the staging area, "" when stacked).
   RootBuilder(Fd staging, Fd host, Fd root, std::string host_prefix)
       : staging_(std::move(staging)), host_(std::move(host)), root_(std::move(root)),
-        host_prefix_(std::move(host_prefix)) {}
+        host_prefix_(std::move(host_prefix)), done_(fmt::format("{}/proc/self/fd", host_prefix_)) {}
 
   Result<void> run(const MountStep& s) {
     const bool mount_on_root = names_top(s.dest) && s.op != Op::set_attr && s.op != Op::mkdir &&
@@ -634,7 +642,8 @@ class RootBuilder {
     // (needs_staging()); a path that reaches "/" another way is refused
     // rather than bound with the wrong contents.
     const bool on_root = names_top(s.dest);
-    if (!staging_ && root_ && same_mount_root(source_identity(), host_identity())) {
+    if (!staging_ && root_ && may_name_host_root(s, source_followed) &&
+        same_mount_root(source_identity(), host_identity())) {
       if (!on_root)
         return fail(sys_error(Operation::bind, s.source, EINVAL, "the host's / bound elsewhere than / must be named \"/\""));
       if (::umount2("/", MNT_DETACH) != 0) return fail(sys_error(Operation::detach, "previous new root"));
@@ -669,7 +678,11 @@ class RootBuilder {
       }
       return s.dest_is_file ? Result<bool>(true) : is_file();
     };
-    auto dest = destination(s.dest, make_point, s.parent_mode, s.no_symlinks);
+    // The source found in the new root at the destination's own path: that
+    // lookup is the destination's (the same path, the same rules, nothing
+    // mounted since), so its fd is where the clone goes.
+    auto dest = binds_onto_own_source(s) ? Result<Destination>(Destination{std::move(src), false, true, source_followed})
+                                         : destination(s.dest, make_point, s.parent_mode, s.no_symlinks);
     if (!dest) return fail(dest.error());
     // Natively the path is a protection: it must be the very object. In
     // bwrap's dialect an earlier mount may legitimately cover the path
@@ -786,9 +799,8 @@ class RootBuilder {
     b.dest = s.dest;
     b.attrs = s.attrs;
     b.dest_is_file = true;
-    Fd src(::openat(staging_.get(), data_name.c_str(), O_PATH | O_CLOEXEC));
-    if (!src) return fail(sys_error(Operation::open, s.dest));
-    auto cloned = clone_with_attrs(src.get(), false, b.attrs, s.dest, b.dest);
+    // The fd it was written by names it: cloned from that, no reopen.
+    auto cloned = clone_with_attrs(file.get(), false, b.attrs, s.dest, b.dest);
     if (!cloned) return fail(cloned.error());
     Fd tree = std::move(*cloned);
     if (s.cover) {
