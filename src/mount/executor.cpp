@@ -268,6 +268,9 @@ bool names_root(std::string_view path) {
 // or for a bind of the host's "/" somewhere other than "/". Stacked on the
 // host's "/", the new root would be part of that recursive clone: the
 // destination would show the sandbox's own root instead of the host's.
+// (A tmpfs for the data files that is never attached would spare the
+// pivot, but closing the last fd of a detached mount dissolves it with a
+// synchronize_rcu_expedited(), some 250 µs here, more than the pivot.)
 bool needs_staging(const std::vector<MountStep>& steps) {
   for (const MountStep& s : steps) {
     if ((s.op == Op::write_file && !s.source.empty()) || (s.op == Op::overlay && s.private_upper)) return true;
@@ -338,6 +341,7 @@ class ClosedLater {
                        lim.rlim_cur - static_cast<rlim_t>(open) >= 256
                    ? 48
                    : 0;
+      fds_.reserve(static_cast<std::size_t>(batch_));
     }
     if (batch_ == 0) return;  // `fd` closes here
     fds_.push_back(fd.release());
@@ -659,7 +663,8 @@ class RootBuilder {
     // (needs_staging()); a path that reaches "/" another way is refused
     // rather than bound with the wrong contents.
     const bool on_root = names_top(s.dest);
-    if (!staging_ && root_ && same_mount_root(source_identity(), host_identity())) {
+    if (!staging_ && root_ && may_name_host_root(s, source_followed) &&
+        same_mount_root(source_identity(), host_identity())) {
       if (!on_root)
         return fail(sys_error(Operation::bind, s.source, EINVAL, "the host's / bound elsewhere than / must be named \"/\""));
       if (::umount2("/", MNT_DETACH) != 0) return fail(sys_error(Operation::detach, "previous new root"));
@@ -694,7 +699,11 @@ class RootBuilder {
       }
       return s.dest_is_file ? Result<bool>(true) : is_file();
     };
-    auto dest = destination(s.dest, make_point, s.parent_mode, s.no_symlinks);
+    // The source found in the new root at the destination's own path: that
+    // lookup is the destination's (the same path, the same rules, nothing
+    // mounted since), so its fd is where the clone goes.
+    auto dest = binds_onto_own_source(s) ? Result<Destination>(Destination{std::move(src), false, true, source_followed})
+                                         : destination(s.dest, make_point, s.parent_mode, s.no_symlinks);
     if (!dest) return fail(dest.error());
     // Natively the path is a protection: it must be the very object. In
     // bwrap's dialect an earlier mount may legitimately cover the path
@@ -811,9 +820,8 @@ class RootBuilder {
     b.dest = s.dest;
     b.attrs = s.attrs;
     b.dest_is_file = true;
-    Fd src(::openat(staging_.get(), data_name.c_str(), O_PATH | O_CLOEXEC));
-    if (!src) return fail(sys_error(Operation::open, s.dest));
-    auto cloned = clone_with_attrs(src.get(), false, b.attrs, s.dest, b.dest);
+    // The fd it was written by names it: cloned from that, no reopen.
+    auto cloned = clone_with_attrs(file.get(), false, b.attrs, s.dest, b.dest);
     if (!cloned) return fail(cloned.error());
     Fd tree = std::move(*cloned);
     if (s.cover) {

@@ -575,6 +575,28 @@ Result<LaunchPlan> make_plan(const Policy& p, const HostFacts& host) {
   return plan;
 }
 
+namespace {
+
+// Whether `path` names "/" itself ("/", "//", "/./").
+bool names_root_dir(std::string_view path) {
+  for (char c : path)
+    if (c != '/' && c != '.') return false;
+  return !path.empty() && path.find("..") == std::string_view::npos;
+}
+
+}  // namespace
+
+bool may_name_host_root(const MountStep& s, bool followed_link) {
+  if (s.op != Op::bind || s.source_fd >= 0) return true;
+  if (s.source_in_root) return false;
+  return followed_link || !plain_path(s.source) || s.source == "/";
+}
+
+bool binds_onto_own_source(const MountStep& s) {
+  return s.op == Op::bind && s.source_in_root && s.source_fd < 0 && !s.cover && !s.no_symlinks &&
+         s.source == s.dest && !names_root_dir(s.dest);
+}
+
 std::string describe(const MountStep& s) {
   auto with_attrs = [&](std::string text) {
     if (s.attrs != 0) text += fmt::format(" [{}]", mount_attr_names(s.attrs));

@@ -128,6 +128,27 @@ void mark_host_views(std::vector<MountStep>& steps);
 // Part of make_plan(); exposed for the unit tests.
 bool plain_path(std::string_view path);
 
+// Whether the source of a bind may be the host's root directory on its
+// root mount, which a root stacked on "/" cannot take as a bind's source
+// (the executor then asks the source's identity, one statx, and refuses or
+// replaces the root). `followed_link`: the source's lookup went through a
+// symlink. Not when the source is:
+// - in the new root: it holds only mounts nsrun made (clones, new
+//   filesystems), and the host's root mount is attached nowhere but at the
+//   top of the namespace;
+// - a plain path (plain_path()) other than "/" reached through no symlink:
+//   it descends from the root by name only, no directory is its own
+//   descendant, and another mount of "/" (a bind of it elsewhere) is
+//   another mount.
+// Pure.
+bool may_name_host_root(const MountStep& step, bool followed_link);
+
+// A bind whose source is looked up in the new root at its own destination
+// (/proc/sys onto itself): the lookup of the source is the lookup of the
+// destination, and nothing is mounted between the two, so the executor
+// attaches the clone on the fd the source was found by. Pure.
+bool binds_onto_own_source(const MountStep& step);
+
 // Human-readable rendering for `nsrun explain`.
 std::string describe(const LaunchPlan& plan);
 std::string describe(const MountStep& step);

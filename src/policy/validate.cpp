@@ -53,10 +53,14 @@ Result<void> existing(std::string_view option, const std::string& path) {
 // A root inside /proc or /sys, or /dev itself, would bring the host's back
 // over the private ones (the host's processes, writable sysctls as root):
 // `--proc host-bind` is the way to the host's /proc.
-Result<void> outside_private_mounts(std::string_view option, const std::string& path) {
+// `resolved`: the path's canonical name when the caller already knows it
+// (plain_path() saw every component), else realpath() finds it.
+Result<void> outside_private_mounts(std::string_view option, const std::string& path,
+                                    const std::string* resolved = nullptr) {
   char real[PATH_MAX];
-  if (::realpath(path.c_str(), real) == nullptr) return fail(bad(option, path, std::strerror(errno)));
-  const std::string_view r(real);
+  if (resolved == nullptr && ::realpath(path.c_str(), real) == nullptr)
+    return fail(bad(option, path, std::strerror(errno)));
+  const std::string_view r = resolved != nullptr ? std::string_view(*resolved) : std::string_view(real);
   if (r == "/" && path != "/")
     return fail(bad(option, path, "resolves to / (name / itself to mean the whole host)"));
   for (std::string_view dir : {"/proc", "/sys"})
@@ -66,13 +70,24 @@ Result<void> outside_private_mounts(std::string_view option, const std::string& 
   return {};
 }
 
+// What plain_path() saw of an absolute path, not ending in "/", all of
+// whose components it found: none a symlink, none "..", so the path's
+// canonical name is its text without "." components and repeated slashes
+// (what realpath() would give, without a readlink per component), and the
+// last one's type (what stat() would give).
+struct SeenPlain {
+  bool whole = false;  // every component found, none a symlink
+  bool dir = false;    // the last one is a directory
+  std::string canonical;
+};
+
 // The caller's own paths (the workspace, the writable roots, --hide) are
 // opened later through no symlink and no "..", so that
 // nothing a command of an earlier run planted (a symlink in the workspace
 // to /etc) can widen what a later run may write. Checked here, before
 // anything is made, so the refusal names the option and the path to give
 // instead, not the mount step that would have failed.
-Result<void> plain_path(std::string_view option, const std::string& path) {
+Result<void> plain_path(std::string_view option, const std::string& path, SeenPlain* seen = nullptr) {
   auto resolved = [&]() -> std::string {
     char real[PATH_MAX];
     return ::realpath(path.c_str(), real) != nullptr ? std::string(real) : std::string();
@@ -95,7 +110,11 @@ Result<void> plain_path(std::string_view option, const std::string& path) {
     prefix += part;
     struct stat st{};
     if (::lstat(prefix.c_str(), &st) != 0) return {};  // a missing path is refused by the checks that need it
-    if (!S_ISLNK(st.st_mode)) continue;
+    if (!S_ISLNK(st.st_mode)) {
+      if (seen != nullptr && rest.empty() && path.front() == '/' && path.back() != '/')
+        *seen = SeenPlain{true, S_ISDIR(st.st_mode), prefix};
+      continue;
+    }
     char target[PATH_MAX];
     const ssize_t n = ::readlink(prefix.c_str(), target, sizeof target - 1);
     const std::string to = n > 0 ? std::string(target, static_cast<std::size_t>(n)) : std::string("?");
@@ -254,6 +273,26 @@ Result<void> validate_egress(const Policy& p) {
   return {};
 }
 
+namespace {
+
+// The workspace or a --writable directory: named plainly (unless symlinks
+// are followed), an existing directory, outside /proc, /sys and /dev.
+// When plain_path() saw every component, what stat() and realpath() would
+// say of it is known already: one lstat per component in all.
+Result<void> writable_root(std::string_view option, const std::string& path, bool follow_symlinks) {
+  SeenPlain seen;
+  if (!follow_symlinks)
+    if (auto r = plain_path(option, path, &seen); !r) return r;
+  if (!seen.whole) {
+    if (auto r = existing_dir(option, path); !r) return r;
+    return outside_private_mounts(option, path);
+  }
+  if (!seen.dir) return fail(bad(option, path, "not a directory"));
+  return outside_private_mounts(option, path, &seen.canonical);
+}
+
+}  // namespace
+
 Result<void> validate(const Policy& p, bool need_command, std::span<const std::string> mount_options) {
   if (auto r = no_nul_anywhere(p, mount_options); !r) return r;
   if (need_command && p.argv.empty()) return fail(usage_error("command", "no command given"));
@@ -264,17 +303,10 @@ Result<void> validate(const Policy& p, bool need_command, std::span<const std::s
     return fail(usage_error("--writable", "cannot be used with --mode read-only"));
 
   if (p.mode != Mode::full_access && p.preset) {
-    if (!p.follow_symlinks)
-      if (auto r = plain_path("--workspace", p.workspace); !r) return r;
-    if (auto r = existing_dir("--workspace", p.workspace); !r) return r;
-    if (auto r = outside_private_mounts("--workspace", p.workspace); !r) return r;
+    if (auto r = writable_root("--workspace", p.workspace, p.follow_symlinks); !r) return r;
   }
-  for (const auto& dir : p.writable) {
-    if (!p.follow_symlinks)
-      if (auto r = plain_path("--writable", dir); !r) return r;
-    if (auto r = existing_dir("--writable", dir); !r) return r;
-    if (auto r = outside_private_mounts("--writable", dir); !r) return r;
-  }
+  for (const auto& dir : p.writable)
+    if (auto r = writable_root("--writable", dir, p.follow_symlinks); !r) return r;
 
   for (std::size_t i = 0; i < p.mounts.size(); ++i) {
     const MountOp& m = p.mounts[i];
