@@ -661,10 +661,15 @@ class RootBuilder {
     // namespace's root for a chroot and refuses new user namespaces
     // (current_chrooted()). Elsewhere the staging area is used
     // (needs_staging()); a path that reaches "/" another way is refused
-    // rather than bound with the wrong contents.
+    // rather than bound with the wrong contents. A ".." that climbs to the
+    // host's "/" (/usr/..) lands on the new root stacked there, not on
+    // the host's root mount: the host's "/" named another way, refused
+    // wherever it goes (bound, it would show the sandbox's own root).
     const bool on_root = names_top(s.dest);
-    if (!staging_ && root_ && may_name_host_root(s, source_followed) &&
-        same_mount_root(source_identity(), host_identity())) {
+    const bool may_be_root = !staging_ && root_ && may_name_host_root(s, source_followed);
+    if (may_be_root && same_mount_root(source_identity(), mount_identity(root_.get())))
+      return fail(sys_error(Operation::bind, s.source, EINVAL, "names the host's / by \"..\": name / itself"));
+    if (may_be_root && same_mount_root(source_identity(), host_identity())) {
       if (!on_root)
         return fail(sys_error(Operation::bind, s.source, EINVAL, "the host's / bound elsewhere than / must be named \"/\""));
       if (::umount2("/", MNT_DETACH) != 0) return fail(sys_error(Operation::detach, "previous new root"));

@@ -154,3 +154,27 @@ TEST_CASE("mount cuts: a symlink to / bound elsewhere is still refused", "[mount
   CHECK(r.out.find("RAN") == std::string::npos);
   CHECK(r.err.find(ws / "root") != std::string::npos);
 }
+
+// The host-root check runs only for a source that could be "/"
+// (may_name_host_root()). Every other spelling of "/" must still reach it:
+// /proc's magic link, repeated slashes, ".", "..", a symlink. Each is
+// refused or bound as the host's "/"; none may show the sandbox's own root
+// (whose /tmp/host would hold a /tmp/host of its own; the host's holds none,
+// /tmp being a private tmpfs in the sandbox).
+TEST_CASE("mount cuts: every spelling of / bound elsewhere shows the host's / or is refused", "[mount-cuts][bwrap]") {
+  require_userns();
+  REQUIRE(::access("/tmp/host", F_OK) != 0);
+  TempDir ws("ws");
+  REQUIRE(::symlink("/", (ws / "root").c_str()) == 0);
+  for (const std::string& spelling :
+       std::vector<std::string>{"/", "/proc/self/root", "//", "/.", "/./", "/usr/..", "/proc/../", ws / "root"}) {
+    RunResult r = run({nsrun_path(), "bwrap", "--ro-bind", "/", "/", "--tmpfs", "/tmp", "--ro-bind", spelling,
+                       "/tmp/host", "--dev", "/dev", "--unshare-user", "--unshare-pid", "--proc", "/proc", "--", "sh",
+                       "-c", "if [ -d /tmp/host/tmp/host ]; then echo OWN; else echo HOST; fi"},
+                      at(ws));
+    INFO(spelling << ": exit " << r.exit_code << ", " << r.out << r.err);
+    CHECK(r.out.find("OWN") == std::string::npos);
+    if (r.exit_code == 0) CHECK(r.out == "HOST\n");
+    else CHECK(r.err.starts_with("bwrap: "));
+  }
+}
