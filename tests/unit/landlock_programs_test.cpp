@@ -17,17 +17,12 @@
 #include "seccomp/filter.hpp"
 #include "seccomp/precompiled.hpp"
 #include "scratch.hpp"
+#include "unit_support.hpp"
 
 using namespace nsrun;
+using nsrun_unit::same_program;
 
 namespace {
-
-bool same_program(const BpfProgram& a, const BpfProgram& b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    if (a[i].code != b[i].code || a[i].jt != b[i].jt || a[i].jf != b[i].jf || a[i].k != b[i].k) return false;
-  return true;
-}
 
 std::vector<Policy> policies(const std::string& ws) {
   std::vector<Policy> out;

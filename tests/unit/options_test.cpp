@@ -19,20 +19,16 @@
 #include "cli/options.hpp"
 #include "policy/validate.hpp"
 #include "sys/fd.hpp"
+#include "unit_support.hpp"
 
 #ifndef NSRUN_SOURCE_DIR
 #error "tests/meson.build passes NSRUN_SOURCE_DIR, the source root"
 #endif
 
 using namespace nsrun;
+using nsrun_unit::caller_in_tmp;
 
 namespace {
-
-CallerContext context() {
-  CallerContext c;
-  c.cwd = "/tmp";
-  return c;
-}
 
 std::size_t words(std::string_view s) {
   std::size_t n = 0;
@@ -145,7 +141,7 @@ TEST_CASE("options: errors name the option as typed: --ro /missing is --ro, not 
     std::vector<std::string> args = form == "--ro" ? std::vector<std::string>{"--ro", missing}
                                                    : std::vector<std::string>{"--ro=" + missing};
     args.insert(args.end(), {"--workspace", dir, "--", "true"});
-    auto inv = parse_native(args, context());
+    auto inv = parse_native(args, caller_in_tmp());
     REQUIRE(inv);
     auto r = validate(inv->policy, true, inv->mount_options);
     REQUIRE_FALSE(r);
@@ -153,13 +149,13 @@ TEST_CASE("options: errors name the option as typed: --ro /missing is --ro, not 
     CHECK(r.error().message() == "--ro " + missing + ": No such file or directory");
   }
   // Relative, and a NUL inside: the same name.
-  auto relative = parse_native(std::vector<std::string>{"--ro", "rel/dir", "--workspace", dir, "--", "true"}, context());
+  auto relative = parse_native(std::vector<std::string>{"--ro", "rel/dir", "--workspace", dir, "--", "true"}, caller_in_tmp());
   REQUIRE(relative);
   auto r = validate(relative->policy, true, relative->mount_options);
   REQUIRE_FALSE(r);
   CHECK(r.error().message() == "--ro rel/dir: not an absolute path");
   auto nul = parse_native(std::vector<std::string>{"--ro", std::string("/tmp\0x", 6), "--workspace", dir, "--", "true"},
-                          context());
+                          caller_in_tmp());
   REQUIRE(nul);
   auto n = validate(nul->policy, true, nul->mount_options);
   REQUIRE_FALSE(n);
@@ -167,7 +163,7 @@ TEST_CASE("options: errors name the option as typed: --ro /missing is --ro, not 
   // The other mount options keep their names; a kind without a typed name
   // (a --policy file's mounts, the bwrap dialect) is named by its kind.
   auto hide = parse_native(std::vector<std::string>{"--ro", dir, "--hide", "rel", "--workspace", dir, "--", "true"},
-                           context());
+                           caller_in_tmp());
   REQUIRE(hide);
   CHECK(hide->mount_options == std::vector<std::string>{"--ro", "--hide"});
   CHECK(validate(hide->policy, true, hide->mount_options).error().message() == "--hide rel: not an absolute path");
@@ -185,7 +181,7 @@ TEST_CASE("options: a --policy file's mounts are named by their kind, options af
   }
   auto inv = parse_native(std::vector<std::string>{"--ro", "/nonexistent-0", "--policy", file, "--ro", "/nonexistent-b",
                                                    "--workspace", dir, "--", "true"},
-                          context());
+                          caller_in_tmp());
   INFO((inv ? std::string() : inv.error().message()));
   REQUIRE(inv);
   REQUIRE(inv->policy.mounts.size() == 2);  // the file's list replaced the first --ro

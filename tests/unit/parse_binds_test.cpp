@@ -10,16 +10,12 @@
 
 #include "cli/native.hpp"
 #include "cli/settings.hpp"
+#include "unit_support.hpp"
 
 using namespace nsrun;
+using nsrun_unit::caller_in_tmp;
 
 namespace {
-
-CallerContext context() {
-  CallerContext c;
-  c.cwd = "/tmp";
-  return c;
-}
 
 std::vector<std::string> with_binds(std::vector<std::string> head, int n) {
   for (int i = 0; i < n; ++i) head.insert(head.end(), {"--ro", fmt::format("/b/{}", i)});
@@ -31,7 +27,7 @@ std::vector<std::string> with_binds(std::vector<std::string> head, int n) {
 
 TEST_CASE("a launch with a thousand --ro binds plans each, named as typed, and records no command-line source",
           "[parse-binds][settings]") {
-  auto inv = parse_native(with_binds({}, 1000), context());
+  auto inv = parse_native(with_binds({}, 1000), caller_in_tmp());
   REQUIRE(inv);
   REQUIRE(inv->policy.mounts.size() == 1000);
   for (int i : {0, 1, 999}) {
@@ -46,7 +42,7 @@ TEST_CASE("a launch with a thousand --ro binds plans each, named as typed, and r
 }
 
 TEST_CASE("nsrun policy --explain-source still names every option of the command line", "[parse-binds][settings]") {
-  auto inv = parse_native(with_binds({"policy", "--explain-source"}, 3), context());
+  auto inv = parse_native(with_binds({"policy", "--explain-source"}, 3), caller_in_tmp());
   REQUIRE(inv);
   CHECK(explain_sources(inv->sources) ==
         "command line: --explain-source\n"

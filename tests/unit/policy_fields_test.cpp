@@ -19,8 +19,10 @@
 #include "policy/policy.hpp"
 #include "policy/policy_json.hpp"
 #include "source_file.hpp"
+#include "unit_support.hpp"
 
 using namespace nsrun;
+using nsrun_unit::caller_in_tmp;
 
 namespace {
 
@@ -73,12 +75,6 @@ std::vector<std::string> words(std::string_view text) {
   std::istringstream in{std::string(text)};
   for (std::string w; in >> w;) out.push_back(w);
   return out;
-}
-
-CallerContext context() {
-  CallerContext c;
-  c.cwd = "/tmp";
-  return c;
 }
 
 }  // namespace
@@ -191,7 +187,7 @@ TEST_CASE("an option's json key is a row, and option and row make the same Polic
       {"--workspace-mode", {"cow"}},     {"--cow-dir", {"/run/cow"}},     {"--home", {"ro"}},
       {"--home-layer", {"shared"}},      {"--run-id", {"task-1"}},
   };
-  auto base = parse_native(std::vector<std::string>{"--", "true"}, context());
+  auto base = parse_native(std::vector<std::string>{"--", "true"}, caller_in_tmp());
   REQUIRE(base);
   for (const OptionSpec& o : option_table()) {
     if (o.json.empty()) continue;
@@ -206,7 +202,7 @@ TEST_CASE("an option's json key is a row, and option and row make the same Polic
       args.insert(args.end(), it->second.begin(), it->second.end());
     }
     args.insert(args.end(), {"--", "true"});
-    auto with = parse_native(args, context());
+    auto with = parse_native(args, caller_in_tmp());
     REQUIRE(with);
     CHECK_FALSE(with->policy == base->policy);  // the sample changes something
     const auto value = f->write(with->policy);

@@ -26,6 +26,7 @@
 #include "seccomp/precompiled.hpp"
 #include "seccomp/rules.hpp"
 #include "seccomp/writes.hpp"
+#include "unit_support.hpp"
 
 using namespace nsrun;
 
@@ -268,9 +269,7 @@ TEST_CASE("describe_filter names the filter and the nested-userns choice", "[sec
 }
 
 namespace {
-bool same_program(const Result<BpfProgram>& a, const BpfProgram& b) {
-  return a && a->size() == b.size() && std::memcmp(a->data(), b.data(), b.size() * sizeof(sock_filter)) == 0;
-}
+bool same_program(const Result<BpfProgram>& a, const BpfProgram& b) { return a && nsrun_unit::same_program(*a, b); }
 }  // namespace
 
 // The programs are stored packed (seccomp/packed.hpp): every one nsrun can

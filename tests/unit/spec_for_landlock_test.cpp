@@ -16,8 +16,10 @@
 #include "policy/policy.hpp"
 #include "policy/presets.hpp"
 #include "scratch.hpp"
+#include "unit_support.hpp"
 
 using namespace nsrun;
+using nsrun_unit::same_program;
 
 namespace {
 
@@ -37,13 +39,6 @@ void check_same_but_mounts(const LaunchPlan& lean, const LaunchPlan& full) {
   CHECK(lean.chdir_required == full.chdir_required);
   CHECK(lean.chdir_fallback == full.chdir_fallback);
   CHECK(lean.proc == full.proc);
-}
-
-bool same_program(const BpfProgram& a, const BpfProgram& b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    if (a[i].code != b[i].code || a[i].jt != b[i].jt || a[i].jf != b[i].jf || a[i].k != b[i].k) return false;
-  return true;
 }
 
 std::vector<Policy> policies(const std::string& ws) {
